@@ -1,0 +1,1 @@
+"""Python client for the Tambo v1 API (and the chat-completions message engine)."""

@@ -1,0 +1,232 @@
+"""The wire shapes of the v1 API, declared once.
+
+The server validates request bodies and renders answers with these models; the Python client
+parses answers with the same ones. Field names are snake_case in Python and camelCase on the wire.
+This module imports no Django, so the client can use it anywhere.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic.alias_generators import to_camel
+
+
+class WireModel(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+    def wire(self) -> dict[str, Any]:
+        """The JSON-ready dict: camelCase keys, absent values omitted (spec section 2)."""
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+class RequestModel(WireModel):
+    # Requests are validated strictly: "5" is not a number and 1 is not a string. Unknown fields are
+    # ignored (spec section 3) so newer clients keep working.
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", strict=True)
+
+
+# --- Content blocks --------------------------------------------------------------------------------
+
+class Resource(WireModel):
+    uri: str | None = None
+    name: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    text: str | None = None
+    blob: str | None = None
+    annotations: dict[str, Any] | None = None
+
+
+class TextBlock(WireModel):
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ResourceBlock(WireModel):
+    type: Literal["resource"] = "resource"
+    resource: Resource
+
+
+class ToolUseBlock(WireModel):
+    type: Literal["tool_use"] = "tool_use"
+    id: str
+    name: str
+    input: Any = None
+
+
+class ToolResultBlock(WireModel):
+    type: Literal["tool_result"] = "tool_result"
+    tool_use_id: str
+    content: list[Annotated[Union[TextBlock, ResourceBlock], Field(discriminator="type")]] = []
+    is_error: bool | None = None
+
+
+class ComponentBlock(WireModel):
+    type: Literal["component"] = "component"
+    id: str
+    name: str
+    props: dict[str, Any] = {}
+    state: dict[str, Any] | None = None
+
+
+ContentBlock = Annotated[
+    Union[TextBlock, ResourceBlock, ToolUseBlock, ToolResultBlock, ComponentBlock],
+    Field(discriminator="type"),
+]
+
+
+# --- Answers ---------------------------------------------------------------------------------------
+
+class LastRunError(WireModel):
+    code: str | None = None
+    message: str
+
+
+class Thread(WireModel):
+    id: str
+    name: str | None = None
+    user_key: str
+    run_status: Literal["idle", "waiting", "streaming"]
+    current_run_id: str | None = None
+    status_message: str | None = None
+    last_run_cancelled: bool | None = None
+    last_run_error: LastRunError | None = None
+    pending_tool_call_ids: list[str] | None = None
+    last_completed_run_id: str | None = None
+    metadata: dict[str, Any] | None = None
+    created_at: datetime
+    updated_at: datetime
+
+
+class Message(WireModel):
+    id: str
+    role: Literal["user", "assistant", "system"]
+    content: list[ContentBlock]
+    created_at: datetime
+    metadata: dict[str, Any] | None = None
+    parent_message_id: str | None = None
+    is_cancelled: bool | None = None
+
+
+class ThreadWithMessages(Thread):
+    messages: list[Message] = []
+
+
+class ThreadPage(WireModel):
+    threads: list[Thread]
+    next_cursor: str | None = None
+    has_more: bool
+
+
+class MessagePage(WireModel):
+    messages: list[Message]
+    next_cursor: str | None = None
+    has_more: bool
+
+
+class CancelResult(WireModel):
+    run_id: str
+    status: Literal["cancelled"]
+
+
+class ComponentStateResult(WireModel):
+    state: dict[str, Any]
+
+
+# --- Requests --------------------------------------------------------------------------------------
+
+class InTextBlock(RequestModel):
+    type: Literal["text"]
+    text: str
+
+
+class InResourceBlock(RequestModel):
+    type: Literal["resource"]
+    resource: Resource
+
+
+class InToolResultBlock(RequestModel):
+    type: Literal["tool_result"]
+    tool_use_id: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    content: list[Annotated[Union[InTextBlock, InResourceBlock], Field(discriminator="type")]] = []
+    is_error: bool | None = None
+
+
+InputBlock = Annotated[Union[InTextBlock, InResourceBlock, InToolResultBlock], Field(discriminator="type")]
+
+
+class InitialMessage(RequestModel):
+    role: Literal["user", "assistant", "system"]
+    content: Annotated[list[Annotated[Union[InTextBlock, InResourceBlock], Field(discriminator="type")]],
+                       Field(min_length=1)]
+    metadata: dict[str, Any] | None = None
+
+
+class CreateThreadBody(RequestModel):
+    user_key: str | None = None
+    metadata: dict[str, Any] | None = None
+    initial_messages: list[InitialMessage] | None = None
+
+
+class UpdateThreadBody(RequestModel):
+    name: Annotated[str, StringConstraints(max_length=500)] | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class InputMessage(RequestModel):
+    role: Literal["user"]
+    content: Annotated[list[InputBlock], Field(min_length=1)]
+    metadata: dict[str, Any] | None = None
+    additional_context: Any = None
+
+
+class AvailableComponent(RequestModel):
+    name: Annotated[str, StringConstraints(pattern=r"^[a-zA-Z0-9_-]{1,64}$")]
+    description: str = ""
+    props_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+    state_schema: dict[str, Any] | None = None
+
+
+class ClientTool(RequestModel):
+    name: Annotated[str, StringConstraints(pattern=r"^[a-zA-Z0-9_-]{1,64}$")]
+    description: str = ""
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    output_schema: dict[str, Any] | None = None
+    strict: bool | None = None
+    max_calls: Annotated[int, Field(ge=1)] | None = None
+
+
+class NamedToolChoice(RequestModel):
+    name: str
+
+
+class CreateRunBody(RequestModel):
+    message: InputMessage
+    user_key: str | None = None
+    available_components: list[AvailableComponent] | None = None
+    tools: list[ClientTool] | None = None
+    tool_choice: Literal["auto", "required", "none"] | NamedToolChoice | None = None
+    previous_run_id: str | None = None
+    model: str | None = None
+    max_tokens: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+    temperature: Annotated[float, Field(ge=0, le=2)] | None = None
+    run_metadata: dict[str, Any] | None = None
+
+
+class NewThreadSpec(RequestModel):
+    user_key: str | None = None
+    metadata: dict[str, Any] | None = None
+    initial_messages: list[InitialMessage] | None = None
+
+
+class CreateThreadWithRunBody(CreateRunBody):
+    thread: NewThreadSpec | None = None
+    thread_metadata: dict[str, Any] | None = None
+
+
+class ComponentStateBody(RequestModel):
+    user_key: str | None = None
+    state: dict[str, Any] | None = None
+    patch: list[dict[str, Any]] | None = None

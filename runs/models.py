@@ -1,0 +1,38 @@
+"""Runs: one model-driven turn of a thread, from the request that starts it to its last event."""
+from django.db import models
+from django.utils import timezone
+
+from tambo_project.ids import new_id
+
+
+def _run_id() -> str:
+    return new_id("run")
+
+
+class Run(models.Model):
+    class Status(models.TextChoices):
+        WAITING = "waiting"
+        STREAMING = "streaming"
+        AWAITING_INPUT = "awaiting_input"
+        COMPLETED = "completed"
+        CANCELLED = "cancelled"
+        FAILED = "failed"
+
+    id = models.CharField(primary_key=True, max_length=40, default=_run_id, editable=False)
+    thread = models.ForeignKey("threads.Thread", on_delete=models.CASCADE, related_name="runs")
+    previous_run = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.WAITING)
+    model = models.CharField(max_length=200, null=True, blank=True)
+    request_params = models.JSONField(default=dict, blank=True)
+    error_code = models.CharField(max_length=64, null=True, blank=True)
+    error_message = models.TextField(null=True, blank=True)
+    cancel_requested = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["thread", "created_at"], name="run_thread_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.id} ({self.status})"

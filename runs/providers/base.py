@@ -1,0 +1,91 @@
+"""The one small interface every model provider implements.
+
+The advance loop (runs/loop.py) and the chat-completions gateway both speak to a model through this
+interface. Messages are in OpenAI chat-completions form (the lingua franca of model APIs), so a
+provider for an OpenAI-compatible endpoint is a thin adapter and the offline model reads the same
+shapes the real one does.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Protocol, Union
+
+
+@dataclass(frozen=True)
+class ModelTool:
+    """A function the model may call. `parameters` is a JSON Schema object."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    # A human name the offline model matches in the user's text (the component's name for a
+    # component tool such as `show_component_Card`); None means match on `name`.
+    display_name: str | None = None
+
+
+@dataclass
+class ModelRequest:
+    messages: list[dict[str, Any]]  # OpenAI chat messages: system/user/assistant(tool_calls)/tool
+    tools: list[ModelTool] = field(default_factory=list)
+    tool_choice: str | dict[str, Any] | None = None  # "auto" | "required" | "none" | {"name": ...}
+    model: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallDelta:
+    """A fragment of one tool call. `id` and `name` arrive on the call's first fragment only."""
+
+    index: int
+    id: str | None
+    name: str | None
+    arguments: str
+
+
+@dataclass(frozen=True)
+class StepEnd:
+    """The last item of every successful stream."""
+
+    finish_reason: str  # "stop" | "length" | "tool_calls" | "content_filter"
+    usage: dict[str, int] | None = None  # {"prompt_tokens", "completion_tokens", "total_tokens"}
+
+
+Delta = Union[TextDelta, ToolCallDelta, StepEnd]
+
+
+class ModelError(Exception):
+    """A provider failure, already made safe to show: `message` never holds keys or raw exception text.
+
+    `code` is one of LLM_RATE_LIMITED, LLM_CLIENT_ERROR, LLM_SERVER_ERROR (spec section 4).
+    """
+
+    def __init__(self, code: str, message: str, *, retryable: bool, status: int | None = None,
+                 retry_after: float | None = None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.retryable = retryable
+        self.status = status
+        self.retry_after = retry_after
+
+    @property
+    def category(self) -> str:
+        return "client_error" if self.code == "LLM_CLIENT_ERROR" else "server_error"
+
+
+class Provider(Protocol):
+    name: str
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[Delta]:
+        """Yield deltas of one model step, ending with StepEnd, or raise ModelError.
+
+        Closing the iterator (aclose, or cancelling the task that iterates it) must abort the
+        underlying request at once.
+        """
+        ...

@@ -1,0 +1,107 @@
+"""Errors as RFC 9457 problems (`application/problem+json`), spec section 7.
+
+Service functions raise `Problem`; every entry point (DRF views, the async SSE views, middleware)
+turns it into the same answer. No answer ever carries a stack trace or an exception's own text.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from django.http import HttpResponse
+from rest_framework import exceptions as drf_exc
+
+log = logging.getLogger(__name__)
+
+PROBLEM_CONTENT_TYPE = "application/problem+json"
+
+_TITLES = {
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    409: "Conflict",
+    413: "Payload Too Large",
+    415: "Unsupported Media Type",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+}
+
+
+class Problem(Exception):
+    """A client-visible error with a stable `code` (spec section 7)."""
+
+    def __init__(self, status: int, code: str, detail: str, **extra: Any):
+        super().__init__(detail)
+        self.status = status
+        self.code = code
+        self.detail = detail
+        self.extra = extra
+
+
+def validation_error(detail: str, **extra: Any) -> Problem:
+    return Problem(400, "VALIDATION_ERROR", detail, **extra)
+
+
+def problem_body(status: int, code: str, detail: str, instance: str = "", **extra: Any) -> dict:
+    body = {
+        "type": f"urn:tambo:error:{code.lower()}",
+        "title": _TITLES.get(status, "Error"),
+        "status": status,
+        "detail": detail,
+        "instance": instance,
+        "code": code,
+    }
+    body.update(extra)
+    return body
+
+
+def problem_response(status: int, code: str, detail: str, instance: str = "", **extra: Any) -> HttpResponse:
+    body = problem_body(status, code, detail, instance, **extra)
+    response = HttpResponse(json.dumps(body), status=status, content_type=PROBLEM_CONTENT_TYPE)
+    if "retryAfter" in extra:
+        response["Retry-After"] = str(extra["retryAfter"])
+    return response
+
+
+def response_for(problem: Problem, instance: str = "") -> HttpResponse:
+    return problem_response(problem.status, problem.code, problem.detail, instance, **problem.extra)
+
+
+def _drf_problem(exc: drf_exc.APIException) -> Problem:
+    if isinstance(exc, (drf_exc.NotAuthenticated, drf_exc.AuthenticationFailed)):
+        return Problem(401, "UNAUTHORIZED", "A valid x-api-key header is required.")
+    if isinstance(exc, drf_exc.ParseError):
+        return validation_error("The request body is not valid JSON.")
+    if isinstance(exc, drf_exc.UnsupportedMediaType):
+        return Problem(415, "UNSUPPORTED_MEDIA_TYPE", "Send the body as application/json.")
+    if isinstance(exc, drf_exc.MethodNotAllowed):
+        return Problem(405, "METHOD_NOT_ALLOWED", str(exc.detail))
+    if isinstance(exc, drf_exc.NotFound):
+        return Problem(404, "NOT_FOUND", "No such resource.")
+    if isinstance(exc, drf_exc.Throttled):
+        return Problem(429, "RATE_LIMITED", "Too many requests.", retryAfter=int(exc.wait or 1))
+    if isinstance(exc, drf_exc.PermissionDenied):
+        return Problem(403, "FORBIDDEN", "Not allowed.")
+    return Problem(exc.status_code, "VALIDATION_ERROR" if exc.status_code == 400 else "ERROR", str(exc.detail))
+
+
+def drf_exception_handler(exc: Exception, context: dict) -> HttpResponse | None:
+    request = context.get("request")
+    instance = request.path if request is not None else ""
+    if isinstance(exc, Problem):
+        return response_for(exc, instance)
+    if isinstance(exc, drf_exc.APIException):
+        return response_for(_drf_problem(exc), instance)
+    from django.core.exceptions import RequestDataTooBig
+    from django.http import Http404
+
+    if isinstance(exc, RequestDataTooBig):
+        return problem_response(413, "PAYLOAD_TOO_LARGE", "The request body is too large.", instance)
+    if isinstance(exc, Http404):
+        return problem_response(404, "NOT_FOUND", "No such resource.", instance)
+    # Anything else is a bug: logged with its trace here, never shown to the caller.
+    log.exception("Unhandled error on %s", instance)
+    return problem_response(500, "INTERNAL_ERROR", "An internal error occurred.", instance)

@@ -1,0 +1,156 @@
+"""Settings, 12-factor: every deployment knob is an environment variable read through django-environ.
+
+With nothing set, the server runs on an embedded SQLite file and the built-in offline model.
+A bad value fails loudly at start-up rather than at the first request.
+"""
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+environ.Env.read_env(BASE_DIR / ".env") if (BASE_DIR / ".env").exists() else None
+
+DEBUG = env.bool("DEBUG", default=False)
+# The default key is only good for a laptop; docker-compose and real deployments set SECRET_KEY.
+SECRET_KEY = env.str("SECRET_KEY", default="dev-only-insecure-key-change-me")
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["*"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "threads",
+    "runs",
+    "tools",
+]
+
+MIDDLEWARE = [
+    "tambo_project.middleware.BodySizeLimitMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "tambo_project.middleware.ProblemMiddleware",
+]
+
+ROOT_URLCONF = "tambo_project.urls"
+ASGI_APPLICATION = "tambo_project.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+SQLITE_PATH = env.str("SQLITE_PATH", default=str(BASE_DIR / "var" / "db.sqlite3"))
+DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{SQLITE_PATH}")}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # IMMEDIATE transactions take SQLite's write lock at BEGIN, which is what makes the run lock's
+    # read-check-write atomic there (SQLite has no SELECT ... FOR UPDATE). WAL lets readers go on.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+    )
+else:
+    DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=0))
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = []
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = env.str("STATIC_ROOT", default=str(BASE_DIR / "var" / "static"))
+LOGIN_URL = "/admin/login/"
+
+CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["tambo_project.auth.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "EXCEPTION_HANDLER": "tambo_project.problems.drf_exception_handler",
+    "UNAUTHENTICATED_USER": None,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Tambo v1 API (self-hosted)",
+    "DESCRIPTION": "Threads, messages and streaming runs. Run endpoints answer text/event-stream (AG-UI events).",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# --- Limits -------------------------------------------------------------------------------------
+MAX_REQUEST_BYTES = env.int("MAX_REQUEST_BYTES", default=1_000_000)
+DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BYTES
+RUN_LEASE_SECONDS = env.float("RUN_LEASE_SECONDS", default=30.0)
+# How often one process renews the leases and looks for cancels of all the runs it streams.
+RUN_WATCH_INTERVAL = env.float("RUN_WATCH_INTERVAL", default=0.5)
+MAX_TOOL_CALLS_PER_TURN = env.int("MAX_TOOL_CALLS_PER_TURN", default=100)
+MAX_IDENTICAL_TOOL_CALLS = env.int("MAX_IDENTICAL_TOOL_CALLS", default=3)
+SERVER_TOOL_TIMEOUT = env.float("SERVER_TOOL_TIMEOUT", default=30.0)
+MCP_TIMEOUT = env.float("MCP_TIMEOUT", default=30.0)
+MCP_TOOLS_CACHE_SECONDS = env.float("MCP_TOOLS_CACHE_SECONDS", default=30.0)
+
+# --- Model providers ------------------------------------------------------------------------------
+OPENAI_API_KEY = env.str("OPENAI_API_KEY", default="")
+OPENAI_BASE_URL = env.str("OPENAI_BASE_URL", default="") or None
+OPENAI_MODEL = env.str("OPENAI_MODEL", default="gpt-4o-mini")
+OPENAI_TIMEOUT = env.float("OPENAI_TIMEOUT", default=60.0)
+# "openai" when a key or base URL is configured, else the built-in offline model.
+MODEL_PROVIDER = env.str(
+    "MODEL_PROVIDER", default="openai" if (OPENAI_API_KEY or OPENAI_BASE_URL) else "offline"
+)
+if MODEL_PROVIDER not in ("openai", "offline"):
+    raise environ.ImproperlyConfigured(f"MODEL_PROVIDER must be 'openai' or 'offline', not {MODEL_PROVIDER!r}")
+# Seconds between the offline model's deltas (0 for benchmarks).
+OFFLINE_MODEL_DELAY = env.float("OFFLINE_MODEL_DELAY", default=0.02)
+
+# Chat-completions gateway: alias -> "provider:model". The offline model is always allowed as `offline`.
+GATEWAY_MODELS = env.dict("GATEWAY_MODELS", default={})
+GATEWAY_DEFAULT_MODEL = env.str("GATEWAY_DEFAULT_MODEL", default="offline")
+GATEWAY_RATE_LIMIT_PER_MINUTE = env.int("GATEWAY_RATE_LIMIT_PER_MINUTE", default=60)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {"httpx": {"level": "WARNING"}, "django.request": {"level": "ERROR"}},
+}
+
+# Browser users without a project membership act in this project (created on first use).
+WEB_PROJECT_NAME = env.str("WEB_PROJECT_NAME", default="demo")

@@ -1,0 +1,138 @@
+"""Projects, API keys, threads and messages.
+
+Run state lives on the thread row (`run_status`, `current_run_id`, the lease): the run lock in
+runs/lock.py is a row lock on that row, so one short transaction can check and move it.
+"""
+import hashlib
+import secrets
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from tambo_project.ids import new_id
+
+
+def _project_id() -> str:
+    return new_id("proj")
+
+
+def _thread_id() -> str:
+    return new_id("thr")
+
+
+def _message_id() -> str:
+    return new_id("msg")
+
+
+class Project(models.Model):
+    id = models.CharField(primary_key=True, max_length=40, default=_project_id, editable=False)
+    name = models.CharField(max_length=200, unique=True)
+    system_prompt = models.TextField(blank=True, default="")
+    max_tool_calls_per_turn = models.PositiveIntegerField(
+        default=100, help_text="Total tool calls the model may make in one user turn."
+    )
+    # Logged-in browser users act in one project; each gets its own user key (see tambo_project/auth.py).
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="tambo_projects")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+KEY_PREFIX = "tk_"
+
+
+def hash_api_key(raw_key: str) -> str:
+    return hashlib.sha256(raw_key.encode()).hexdigest()
+
+
+class ApiKey(models.Model):
+    """A project API key. Only its SHA-256 and a short visible prefix are stored, never the key."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=200, blank=True, default="")
+    prefix = models.CharField(max_length=16, editable=False)
+    hashed_key = models.CharField(max_length=64, unique=True, editable=False)
+    revoked = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "API key"
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.project})"
+
+    @classmethod
+    def generate(cls, project: Project, name: str = "") -> tuple["ApiKey", str]:
+        """Create a key; returns the row and the full key, which is never retrievable again."""
+        raw = KEY_PREFIX + secrets.token_urlsafe(32)
+        key = cls.objects.create(
+            project=project, name=name, prefix=raw[:11], hashed_key=hash_api_key(raw)
+        )
+        return key, raw
+
+
+class RunStatus(models.TextChoices):
+    IDLE = "idle"
+    WAITING = "waiting"
+    STREAMING = "streaming"
+
+
+class Thread(models.Model):
+    id = models.CharField(primary_key=True, max_length=40, default=_thread_id, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="threads")
+    user_key = models.CharField(max_length=256)
+    name = models.CharField(max_length=500, null=True, blank=True)
+    metadata = models.JSONField(null=True, blank=True)
+    run_status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.IDLE)
+    current_run_id = models.CharField(max_length=40, null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    pending_tool_call_ids = models.JSONField(default=list, blank=True)
+    last_completed_run_id = models.CharField(max_length=40, null=True, blank=True)
+    last_run_cancelled = models.BooleanField(null=True, blank=True)
+    last_run_error = models.JSONField(null=True, blank=True)
+    status_message = models.CharField(max_length=500, null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            # The thread list: one project's user's threads, newest first, keyset on (created_at, id).
+            models.Index(fields=["project", "user_key", "-created_at", "-id"], name="thread_list_idx"),
+            models.Index(fields=["run_status", "lease_expires_at"], name="thread_lease_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name or self.id
+
+
+class Message(models.Model):
+    class Role(models.TextChoices):
+        USER = "user"
+        ASSISTANT = "assistant"
+        SYSTEM = "system"
+        TOOL = "tool"
+
+    id = models.CharField(primary_key=True, max_length=40, default=_message_id, editable=False)
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="messages")
+    run_id = models.CharField(max_length=40, null=True, blank=True)
+    role = models.CharField(max_length=16, choices=Role.choices)
+    content = models.JSONField(default=list)
+    tool_call_id = models.CharField(max_length=200, null=True, blank=True)
+    parent_message = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"
+    )
+    is_cancelled = models.BooleanField(default=False)
+    # Current state of each component rendered in this message, by component id.
+    component_state = models.JSONField(default=dict, blank=True)
+    metadata = models.JSONField(null=True, blank=True)
+    additional_context = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["thread", "created_at", "id"], name="message_list_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.role} {self.id}"

@@ -1,0 +1,242 @@
+"""A tolerant parser for a prefix of a JSON document.
+
+Tool-call arguments arrive from the model a few characters at a time. To stream component props
+(spec section 6) we need, after every fragment, the value that the text received so far already
+determines. `parse_partial` returns exactly that, and nothing that could still change:
+
+- open strings, arrays and objects are closed at the end of the text;
+- an object key without a complete value is dropped (`{"a": ` and `{"a": tr` give `{}`);
+- a literal is kept only once it is complete (`tru` is dropped, `true` is kept);
+- a number is kept only once a delimiter follows it: `[1` gives `[]`, because the next fragment may
+  turn `1` into `12` or `1.5`. Pass `complete=True` when the text is known to be the whole
+  document, so that a trailing number (for instance the document `42`) counts as finished;
+- a truncated escape (`"a\\`, `"a\\u12`) is dropped, and so is a UTF-16 high surrogate escape at the
+  very end, because the low half that may follow would turn it into a different character.
+
+The promise that makes the result safe to diff: for any prefix of a valid JSON document, the
+result is "contained in" the final value. Strings are prefixes of their final string, arrays are
+prefixes of their final array (the last element possibly partial), objects hold a subset of the
+final keys, and every number and literal equals its final value.
+
+The parser is iterative (no recursion limit) and never raises. On text that is not a prefix of
+valid JSON it stops at the first character it cannot use and returns what it had built.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+__all__ = ["parse_partial"]
+
+_MISSING: Any = object()
+
+_WHITESPACE = " \t\n\r"
+_NUMBER_CHARS = frozenset("0123456789+-.eE")
+_NUMBER_RE = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?\Z")
+# Plain string characters up to the next quote or backslash.
+_STRING_CHUNK_RE = re.compile(r'[^"\\]*')
+_SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+_HEX_RE = re.compile(r"[0-9a-fA-F]{4}\Z")
+# Literals json.loads accepts. NaN and the infinities are not JSON, but json.dumps writes them.
+_LITERALS = {"true": True, "false": False, "null": None, "NaN": float("nan"), "Infinity": float("inf")}
+_NEGATIVE_INFINITY = "-Infinity"
+
+# Parser states: what the next significant character must be.
+_VALUE = 0  # any value
+_VALUE_OR_CLOSE = 1  # right after "[": a value or "]"
+_KEY_OR_CLOSE = 2  # right after "{": a key or "}"
+_KEY = 3  # after "," in an object
+_COLON = 4
+_AFTER_VALUE = 5  # "," or the closer of the enclosing container
+
+
+def parse_partial(text: str, *, complete: bool = False) -> Any | None:
+    """Return the value that `text`, a prefix of a JSON document, already determines.
+
+    Returns None while nothing is known yet (empty text, `-`, `tr`, a lone number without
+    `complete`). Note that a document that is exactly `null` also gives None. Never raises.
+    """
+    try:
+        return _parse(text, complete)
+    except Exception:  # pragma: no cover - defensive: the contract is "never raises"
+        return None
+
+
+def _parse(text: str, complete: bool) -> Any | None:
+    n = len(text)
+    i = 0
+    root: Any = _MISSING
+    # Open containers, innermost last. `key` is the key waiting for its value in the innermost
+    # object; it is consumed as soon as the value is attached, so one variable is enough.
+    stack: list[dict[str, Any] | list[Any]] = []
+    key = ""
+    state = _VALUE
+
+    def attach(value: Any) -> None:
+        nonlocal root
+        if not stack:
+            root = value
+        elif isinstance(stack[-1], list):
+            stack[-1].append(value)
+        else:
+            stack[-1][key] = value
+
+    while True:
+        while i < n and text[i] in _WHITESPACE:
+            i += 1
+        if i >= n:
+            break
+        c = text[i]
+
+        if state == _VALUE_OR_CLOSE:
+            if c == "]":
+                stack.pop()
+                i += 1
+                state = _AFTER_VALUE
+                continue
+            state = _VALUE
+        elif state == _KEY_OR_CLOSE:
+            if c == "}":
+                stack.pop()
+                i += 1
+                state = _AFTER_VALUE
+                continue
+            state = _KEY
+
+        if state == _VALUE:
+            if c == "{":
+                container: dict[str, Any] | list[Any] = {}
+                attach(container)
+                stack.append(container)
+                i += 1
+                state = _KEY_OR_CLOSE
+            elif c == "[":
+                container = []
+                attach(container)
+                stack.append(container)
+                i += 1
+                state = _VALUE_OR_CLOSE
+            elif c == '"':
+                value, i, finished = _scan_string(text, i)
+                attach(value)
+                if not finished:
+                    break
+                state = _AFTER_VALUE
+            else:
+                value, i = _scan_scalar(text, i, complete)
+                if value is _MISSING:
+                    break
+                attach(value)
+                state = _AFTER_VALUE
+        elif state == _KEY:
+            if c != '"':
+                break
+            value, i, finished = _scan_string(text, i)
+            if not finished:
+                break  # a partial key is dropped: we cannot know which key it will be
+            key = value
+            state = _COLON
+        elif state == _COLON:
+            if c != ":":
+                break
+            i += 1
+            state = _VALUE
+        else:  # _AFTER_VALUE
+            if not stack:
+                break  # the document is complete; ignore whatever follows
+            if c == ",":
+                i += 1
+                state = _VALUE if isinstance(stack[-1], list) else _KEY
+            elif c == ("]" if isinstance(stack[-1], list) else "}"):
+                stack.pop()
+                i += 1
+            else:
+                break
+
+    return None if root is _MISSING else root
+
+
+def _scan_scalar(text: str, i: int, complete: bool) -> tuple[Any, int]:
+    """Scan a number or literal starting at `text[i]`.
+
+    Returns (_MISSING, i) when the token is unfinished, could still change, or is invalid.
+    """
+    for literal, value in _LITERALS.items():
+        if text.startswith(literal, i):
+            return value, i + len(literal)
+    if text.startswith(_NEGATIVE_INFINITY, i):
+        return float("-inf"), i + len(_NEGATIVE_INFINITY)
+
+    j = i
+    while j < len(text) and text[j] in _NUMBER_CHARS:
+        j += 1
+    if j == i:
+        return _MISSING, i  # a prefix of a literal (`tr`) or a character that starts nothing
+    if j == len(text) and not complete:
+        return _MISSING, i  # the next fragment may still extend this number
+    token = text[i:j]
+    match = _NUMBER_RE.match(token)
+    if match is None:
+        return _MISSING, i
+    # The same conversions json.loads makes.
+    if match.group(1) or match.group(2):
+        return float(token), j
+    return int(token), j
+
+
+def _scan_string(text: str, i: int) -> tuple[str, int, bool]:
+    """Scan the string whose opening quote is at `text[i]`.
+
+    Returns (decoded value so far, index after the string, finished). When the text ends inside
+    the string, the value holds every character that is certain and finished is False.
+    """
+    n = len(text)
+    parts: list[str] = []
+    j = i + 1
+    while True:
+        end = _STRING_CHUNK_RE.match(text, j).end()  # type: ignore[union-attr]
+        if end > j:
+            parts.append(text[j:end])
+        j = end
+        if j >= n:
+            return "".join(parts), j, False
+        if text[j] == '"':
+            return "".join(parts), j + 1, True
+        # A backslash.
+        if j + 1 >= n:
+            return "".join(parts), n, False
+        esc = text[j + 1]
+        if esc in _SIMPLE_ESCAPES:
+            parts.append(_SIMPLE_ESCAPES[esc])
+            j += 2
+            continue
+        if esc != "u":
+            return "".join(parts), n, False  # invalid escape: stop here
+        code = _hex4(text, j + 2)
+        if code is None:
+            return "".join(parts), n, False  # truncated (or invalid) \u escape
+        j += 6
+        if 0xD800 <= code <= 0xDBFF:
+            # A high surrogate. json.loads combines it with a following \uDC00-\uDFFF escape and
+            # otherwise keeps it alone; until we can tell which, it is not certain.
+            follow = text[j : j + 6]
+            if len(follow) < 6 and "\\u".startswith(follow[:2]) and _is_hex_prefix(follow[2:]):
+                return "".join(parts), n, False
+            low = _hex4(text, j + 2) if follow.startswith("\\u") else None
+            if low is not None and 0xDC00 <= low <= 0xDFFF:
+                parts.append(chr(0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)))
+                j += 6
+                continue
+        parts.append(chr(code))
+
+
+def _hex4(text: str, start: int) -> int | None:
+    digits = text[start : start + 4]
+    if not _HEX_RE.match(digits):
+        return None
+    return int(digits, 16)
+
+
+def _is_hex_prefix(s: str) -> bool:
+    return all(ch in "0123456789abcdefABCDEF" for ch in s)
