@@ -1,0 +1,452 @@
+"""A scripted OpenAI-compatible model server for tests.
+
+A real HTTP server on 127.0.0.1 (stdlib `ThreadingHTTPServer` in a background thread) that speaks
+enough of `POST /v1/chat/completions` for the official `openai` client, streaming (SSE) and not.
+Tests enqueue one reply per request and assert on what the server received:
+
+    with FakeOpenAI() as fake:
+        fake.script(
+            Text(["Hel", "lo"]),
+            ToolCalls([ToolCall("get_weather", ['{"ci', 'ty": "Par', 'is"}'])]),
+            HTTPError(429, retry_after=3),
+            Drop(after=["partial"]),
+            Stall(after=["thinking"]),
+        )
+        ...  # point a client at fake.base_url
+        fake.requests[0].body["model"], fake.requests[0].api_key
+
+An empty script answers `default_reply`. Streamed bodies use chunked transfer encoding, so a dropped
+connection is visible to the client as an incomplete body rather than a clean end of stream.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import select
+import socket
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Sequence, Union
+
+_DEFAULT_USAGE_PROMPT_TOKENS = 10
+
+
+def _chunks(value: str | Sequence[str]) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+@dataclass(frozen=True)
+class Text:
+    """A text answer streamed as the given chunks, `delay` seconds apart."""
+
+    chunks: str | Sequence[str] = ("Hello from the fake model.",)
+    delay: float = 0.0
+    finish_reason: str = "stop"
+    usage: dict[str, int] | None = None  # None: a usage computed from the chunk count
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "chunks", _chunks(self.chunks))
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call; `arguments` are the fragments exactly as they go on the wire (any split)."""
+
+    name: str
+    arguments: str | Sequence[str] = ("{}",)
+    id: str | None = None  # None: "call_<n>" with n the call's position in its step
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "arguments", _chunks(self.arguments))
+
+
+@dataclass(frozen=True)
+class ToolCalls:
+    """One step calling one or several tools, optionally after some text.
+
+    With `interleave`, the calls' deltas alternate (call 0, call 1, call 0, ...) as some
+    OpenAI-compatible servers send them; otherwise each call is sent whole before the next.
+    """
+
+    calls: Sequence[ToolCall]
+    text: str | Sequence[str] = ()
+    delay: float = 0.0
+    interleave: bool = False
+    finish_reason: str = "tool_calls"
+    usage: dict[str, int] | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "calls", tuple(self.calls))
+        object.__setattr__(self, "text", _chunks(self.text))
+
+
+@dataclass(frozen=True)
+class HTTPError:
+    """An error answer before any byte of the stream, with an OpenAI-shaped body."""
+
+    status: int
+    message: str | None = None
+    retry_after: float | str | None = None  # sent as the Retry-After header when set
+    type: str | None = None
+    code: str | None = None
+
+
+Prefix = Union[Text, ToolCalls, Sequence[str]]
+
+
+@dataclass(frozen=True)
+class Drop:
+    """Stream the content of `after` (no finish chunk), then drop the connection."""
+
+    after: Prefix = ()
+
+
+@dataclass(frozen=True)
+class Stall:
+    """Stream the content of `after`, then send nothing for `seconds`.
+
+    The stall ends early when the client disconnects or the server shuts down.
+    """
+
+    after: Prefix = ()
+    seconds: float = 60.0
+
+
+@dataclass(frozen=True)
+class StreamError:
+    """Stream the content of `after`, then an in-stream `data: {"error": ...}` event and [DONE]."""
+
+    after: Prefix = ()
+    message: str = "The server had an error while processing your request."
+
+
+Reply = Union[Text, ToolCalls, HTTPError, Drop, Stall, StreamError]
+
+
+@dataclass
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]  # lower-cased names
+    body: Any  # the decoded JSON body, or None
+    # Set when the server saw the client go away before the answer was complete.
+    disconnected: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def api_key(self) -> str | None:
+        auth = self.headers.get("authorization", "")
+        return auth[len("Bearer "):] if auth.startswith("Bearer ") else None
+
+    @property
+    def wants_usage(self) -> bool:
+        options = (self.body or {}).get("stream_options") or {}
+        return bool(options.get("include_usage"))
+
+
+_ERROR_KINDS = {
+    400: ("invalid_request_error", None),
+    401: ("invalid_request_error", "invalid_api_key"),
+    404: ("invalid_request_error", "model_not_found"),
+    429: ("requests", "rate_limit_exceeded"),
+}
+
+
+def error_body(status: int, message: str | None = None, type: str | None = None,
+               code: str | None = None) -> dict[str, Any]:
+    default_type, default_code = _ERROR_KINDS.get(status, ("server_error", None))
+    return {"error": {
+        "message": message or f"Fake upstream error {status}.",
+        "type": type or default_type,
+        "param": None,
+        "code": code or default_code,
+    }}
+
+
+def content_deltas(reply: Prefix) -> list[dict[str, Any]]:
+    """The `delta` objects of a reply's content, starting with the role, without the finish."""
+    if not isinstance(reply, (Text, ToolCalls)):
+        reply = Text(tuple(reply))
+    deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+    text = reply.chunks if isinstance(reply, Text) else reply.text
+    deltas += [{"content": chunk} for chunk in text]
+    if isinstance(reply, ToolCalls):
+        per_call = [_tool_call_deltas(index, call) for index, call in enumerate(reply.calls)]
+        if reply.interleave:
+            rounds = itertools.zip_longest(*per_call)
+            deltas += [delta for round_ in rounds for delta in round_ if delta is not None]
+        else:
+            deltas += [delta for call_deltas in per_call for delta in call_deltas]
+    return deltas
+
+
+def _tool_call_deltas(index: int, call: ToolCall) -> list[dict[str, Any]]:
+    # As OpenAI does: id, type and name once with empty arguments, then argument fragments only.
+    head = {"index": index, "id": call.id or f"call_{index}", "type": "function",
+            "function": {"name": call.name, "arguments": ""}}
+    fragments = [{"index": index, "function": {"arguments": fragment}} for fragment in call.arguments]
+    return [{"tool_calls": [item]} for item in [head, *fragments]]
+
+
+def _usage(reply: Text | ToolCalls, deltas: list[dict[str, Any]]) -> dict[str, int]:
+    if reply.usage is not None:
+        return dict(reply.usage)
+    completion = len(deltas) - 1
+    return {"prompt_tokens": _DEFAULT_USAGE_PROMPT_TOKENS, "completion_tokens": completion,
+            "total_tokens": _DEFAULT_USAGE_PROMPT_TOKENS + completion}
+
+
+class _ClientGone(Exception):
+    pass
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: "_Server"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        pass  # Keep test output clean.
+
+    def do_GET(self) -> None:
+        self._record(None)
+        if self.path.rstrip("/") == "/v1/models":
+            self._send_json(200, {"object": "list", "data": [
+                {"id": "fake-model", "object": "model", "created": 0, "owned_by": "fake"}]})
+        else:
+            self._send_json(404, error_body(404, "Unknown path."))
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        record = self._record(body)
+        if self.path.rstrip("/") != "/v1/chat/completions":
+            return self._send_json(404, error_body(404, "Unknown path."))
+        if not isinstance(body, dict):
+            return self._send_json(400, error_body(400, "The body is not a JSON object."))
+        reply = self.server.fake._next_reply()
+        try:
+            if isinstance(reply, HTTPError):
+                self._send_error_reply(reply)
+            elif body.get("stream"):
+                self._stream(reply, record)
+            else:
+                self._answer_whole(reply, record)
+        except (_ClientGone, BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+            record.disconnected.set()
+            self.close_connection = True
+
+    # --- recording and plain answers ---
+
+    def _record(self, body: Any) -> RecordedRequest:
+        record = RecordedRequest(method=self.command, path=self.path,
+                                 headers={k.lower(): v for k, v in self.headers.items()}, body=body)
+        self.server.fake._record(record)
+        return record
+
+    def _send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("x-request-id", "req_fake")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _send_error_reply(self, reply: HTTPError) -> None:
+        headers = {} if reply.retry_after is None else {"Retry-After": str(reply.retry_after)}
+        self._send_json(reply.status, error_body(reply.status, reply.message, reply.type, reply.code),
+                        headers)
+
+    def _answer_whole(self, reply: Reply, record: RecordedRequest) -> None:
+        if isinstance(reply, Stall):
+            self._wait(reply.seconds, record)
+            raise _ClientGone  # Nothing was answered; close like a server that gave up.
+        if isinstance(reply, Drop):
+            self._drop()
+            return
+        if isinstance(reply, StreamError):
+            self._send_json(500, error_body(500, reply.message))
+            return
+        deltas = content_deltas(reply)
+        message: dict[str, Any] = {"role": "assistant",
+                                   "content": "".join(d.get("content", "") for d in deltas) or None}
+        if isinstance(reply, ToolCalls):
+            message["tool_calls"] = [
+                {"id": call.id or f"call_{i}", "type": "function",
+                 "function": {"name": call.name, "arguments": "".join(call.arguments)}}
+                for i, call in enumerate(reply.calls)]
+        self._send_json(200, {
+            **self._envelope(record, "chat.completion"),
+            "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason,
+                         "logprobs": None}],
+            "usage": _usage(reply, deltas),
+        })
+
+    # --- streaming ---
+
+    def _envelope(self, record: RecordedRequest, object_: str) -> dict[str, Any]:
+        return {"id": f"chatcmpl-fake{id(record):x}", "object": object_,
+                "created": int(time.time()), "model": (record.body or {}).get("model") or "fake-model"}
+
+    def _stream(self, reply: Reply, record: RecordedRequest) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("x-request-id", "req_fake")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        envelope = self._envelope(record, "chat.completion.chunk")
+        prefix = reply.after if isinstance(reply, (Drop, Stall, StreamError)) else reply
+        delay = prefix.delay if isinstance(prefix, (Text, ToolCalls)) else 0.0
+        deltas = content_deltas(prefix)
+        for position, delta in enumerate(deltas):
+            if position and delay:
+                self._wait(delay, record)
+            self._send_event({**envelope, "choices": [
+                {"index": 0, "delta": delta, "finish_reason": None, "logprobs": None}]})
+        if isinstance(reply, Drop):
+            return self._drop()
+        if isinstance(reply, Stall):
+            self._wait(reply.seconds, record)
+            raise _ClientGone  # The server gave up (shutdown) or the client left; close either way.
+        if isinstance(reply, StreamError):
+            self._send_event(error_body(500, reply.message))
+        else:
+            assert isinstance(reply, (Text, ToolCalls))
+            self._send_event({**envelope, "choices": [
+                {"index": 0, "delta": {}, "finish_reason": reply.finish_reason, "logprobs": None}]})
+            if record.wants_usage:
+                self._send_event({**envelope, "choices": [], "usage": _usage(reply, deltas)})
+        self._send_chunk(b"data: [DONE]\n\n")
+        self._send_chunk(b"")
+
+    def _send_event(self, payload: dict[str, Any]) -> None:
+        self._send_chunk(b"data: " + json.dumps(payload).encode() + b"\n\n")
+
+    def _send_chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+    def _drop(self) -> None:
+        # Close without the terminating chunk, so the client sees an incomplete body.
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def _wait(self, seconds: float, record: RecordedRequest) -> None:
+        """Sleep up to `seconds`; raise _ClientGone if the client leaves or the server stops."""
+        deadline = time.monotonic() + seconds
+        stopping = self.server.fake._stopping
+        while (remaining := deadline - time.monotonic()) > 0:
+            if stopping.is_set():
+                raise _ClientGone
+            readable, _, _ = select.select([self.connection], [], [], min(remaining, 0.02))
+            if readable and self._peer_closed():
+                record.disconnected.set()
+                raise _ClientGone
+
+    def _peer_closed(self) -> bool:
+        try:
+            return self.connection.recv(1, socket.MSG_PEEK) == b""
+        except (ConnectionResetError, ConnectionAbortedError):
+            return True
+        except BlockingIOError:
+            return False
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    # Stalled handlers end on their own once `_stopping` is set; never hang shutdown on them.
+    block_on_close = False
+    fake: "FakeOpenAI"
+
+
+class FakeOpenAI:
+    """The scripted server. Use as a context manager, or call start() and stop()."""
+
+    def __init__(self, default_reply: Reply | None = None) -> None:
+        self.default_reply: Reply = default_reply or Text()
+        self._lock = threading.Lock()
+        self._script: deque[Reply] = deque()
+        self._requests: list[RecordedRequest] = []
+        self._stopping = threading.Event()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle ---
+
+    def start(self) -> "FakeOpenAI":
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.fake = self
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="fake-openai", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is None:
+            return
+        self._stopping.set()
+        self._server.shutdown()
+        self._server.server_close()
+        assert self._thread is not None
+        self._thread.join(timeout=5)
+        self._server = None
+
+    def __enter__(self) -> "FakeOpenAI":
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "the fake server is not running"
+        return self._server.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # --- script and records ---
+
+    def script(self, *replies: Reply) -> None:
+        """Enqueue replies; each request to /v1/chat/completions takes the next one."""
+        with self._lock:
+            self._script.extend(replies)
+
+    @property
+    def pending(self) -> int:
+        """How many scripted replies no request has taken yet."""
+        with self._lock:
+            return len(self._script)
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def last_request(self) -> RecordedRequest:
+        with self._lock:
+            assert self._requests, "the fake server has received no request"
+            return self._requests[-1]
+
+    def _next_reply(self) -> Reply:
+        with self._lock:
+            return self._script.popleft() if self._script else self.default_reply
+
+    def _record(self, record: RecordedRequest) -> None:
+        with self._lock:
+            self._requests.append(record)
