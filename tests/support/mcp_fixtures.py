@@ -1,0 +1,80 @@
+"""Start the test MCP server (tests/support/mcp_server.py) over streamable HTTP for a test.
+
+`running_http_mcp_server()` picks a free port, starts the server in a subprocess, waits until it
+answers HTTP, yields its endpoint URL and stops it afterwards. `mcp_http_url` wraps it as a
+module-scoped pytest fixture (import it into the test module to use it).
+"""
+
+from __future__ import annotations
+
+import http.client
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+SERVER_SCRIPT = Path(__file__).with_name("mcp_server.py")
+
+
+def stdio_command() -> tuple[str, tuple[str, ...]]:
+    """The command and arguments that run the test server over stdio."""
+    return sys.executable, (str(SERVER_SCRIPT), "stdio")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _answers_http(port: int) -> bool:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
+    try:
+        connection.request("GET", "/")
+        connection.getresponse().read()
+        return True  # any status will do: something is serving HTTP
+    except OSError:
+        return False
+    finally:
+        connection.close()
+
+
+@contextmanager
+def running_http_mcp_server(*, startup_timeout: float = 20.0) -> Iterator[str]:
+    """Run the test server over streamable HTTP; yield its endpoint URL."""
+    port = free_port()
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen(
+            [sys.executable, str(SERVER_SCRIPT), "http", "--port", str(port)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            deadline = time.monotonic() + startup_timeout
+            while not _answers_http(port):
+                if process.poll() is not None or time.monotonic() > deadline:
+                    log.seek(0)
+                    output = log.read().decode(errors="replace")[-2000:]
+                    raise RuntimeError(f"The test MCP server did not start on port {port}:\n{output}")
+                time.sleep(0.05)
+            yield f"http://127.0.0.1:{port}/mcp"
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def mcp_http_url() -> Iterator[str]:
+    with running_http_mcp_server() as url:
+        yield url

@@ -1,0 +1,96 @@
+"""A real MCP server for tests, built on the `mcp` package's MCPServer.
+
+Run it as `python tests/support/mcp_server.py stdio` or
+`python tests/support/mcp_server.py http --port N` (streamable HTTP at http://127.0.0.1:N/mcp).
+`tests/support/mcp_fixtures.py` starts the HTTP variant for a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import struct
+import zlib
+from pathlib import Path
+
+import anyio
+from mcp.server.mcpserver import Context, Image, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import EmbeddedResource, TextResourceContents
+
+server = MCPServer("tambo-test-server", log_level="WARNING")
+
+
+def tiny_png() -> bytes:
+    """A valid 1x1 red PNG, built here so the test needs no binary fixture."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)  # 1x1, 8-bit RGB
+    pixels = zlib.compress(b"\x00\xff\x00\x00")  # filter byte + one red pixel
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+
+
+@server.tool(description="Add two integers.")
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+@server.tool(description="Return the text unchanged.")
+def echo(text: str) -> str:
+    return text
+
+
+@server.tool(description="Return a tiny PNG image.")
+def image() -> Image:
+    return Image(data=tiny_png(), format="png")
+
+
+@server.tool(description="Return an embedded text resource.")
+def document() -> EmbeddedResource:
+    return EmbeddedResource(
+        type="resource",
+        resource=TextResourceContents(uri="memo://greeting", mime_type="text/plain", text="hello from a resource"),
+    )
+
+
+@server.tool(description="Always fails.")
+def fail() -> str:
+    raise ToolError("this tool always fails")
+
+
+@server.tool(description="Never returns. Writes the server's pid to `pid_file` first, if given.")
+async def hang(pid_file: str = "") -> str:
+    # The pid lets a test check that the client killed the hung server.
+    if pid_file:
+        Path(pid_file).write_text(str(os.getpid()))
+    await anyio.sleep_forever()
+    return "unreachable"
+
+
+@server.tool(description="Return the value of an environment variable of the server process.")
+def env_var(name: str) -> str:
+    return os.environ.get(name, "")
+
+
+@server.tool(description="Return the value of an HTTP request header (empty over stdio).")
+def header(name: str, ctx: Context) -> str:
+    headers = ctx.headers or {}
+    return headers.get(name.lower(), "")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("transport", choices=["stdio", "http"])
+    parser.add_argument("--port", type=int, default=8765)
+    args = parser.parse_args()
+    if args.transport == "stdio":
+        server.run("stdio")
+    else:
+        server.run("streamable-http", host="127.0.0.1", port=args.port)
+
+
+if __name__ == "__main__":
+    main()

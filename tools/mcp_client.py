@@ -1,0 +1,271 @@
+"""Listing and calling the tools of MCP servers (spec section 4, server tools).
+
+Django-free: the advance loop passes an `McpServerConfig` and gets plain dataclasses back.
+
+Every call opens a fresh connection (spawns the stdio server, or opens a streamable HTTP session),
+does its one job and closes it. That costs a handshake per call but leaves no state to go stale
+between runs or processes. The timeout covers connect, handshake and the request itself; when it
+expires the connection is torn down before the function returns, and the `mcp` package's stdio
+transport then closes the server's stdin and, if it does not exit, kills its process group.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import anyio
+import httpx2
+from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import (
+    AudioContent,
+    BlobResourceContents,
+    CallToolResult,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+)
+
+__all__ = [
+    "McpClientError",
+    "McpResult",
+    "McpServerConfig",
+    "McpTool",
+    "McpToolCache",
+    "call_tool",
+    "list_tools",
+]
+
+logger = logging.getLogger(__name__)
+
+Pairs = tuple[tuple[str, str], ...]
+
+# A server that paginates forever must not hang a listing.
+_MAX_TOOL_PAGES = 50
+
+
+class McpClientError(Exception):
+    """The MCP server could not be reached, did not answer in time, or broke the protocol.
+
+    The message is safe to show; the underlying exception is the `__cause__`.
+    """
+
+
+def _pairs(value: Mapping[str, str] | Pairs | None) -> Pairs | None:
+    if value is None:
+        return None
+    items = value.items() if isinstance(value, Mapping) else value
+    return tuple(sorted((str(k), str(v)) for k, v in items))
+
+
+@dataclass(frozen=True)
+class McpServerConfig:
+    """How to reach one MCP server. Hashable, so it can key a cache.
+
+    `env` and `headers` accept a mapping and are stored as sorted (name, value) pairs. They are
+    left out of the repr because they typically carry credentials.
+    """
+
+    name: str  # the server's name, used as the prefix of its tools' names
+    transport: Literal["stdio", "http"]
+    command: str | None = None  # stdio
+    args: tuple[str, ...] = ()  # stdio
+    env: Pairs | None = field(default=None, repr=False)  # stdio: merged over a minimal safe environment
+    url: str | None = None  # http: the streamable HTTP endpoint
+    headers: Pairs | None = field(default=None, repr=False)  # http
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "args", tuple(self.args))
+        object.__setattr__(self, "env", _pairs(self.env))
+        object.__setattr__(self, "headers", _pairs(self.headers))
+        if self.transport == "stdio":
+            if not self.command:
+                raise ValueError(f"MCP server {self.name!r}: the stdio transport needs a command.")
+        elif self.transport == "http":
+            if not self.url:
+                raise ValueError(f"MCP server {self.name!r}: the http transport needs a url.")
+        else:
+            raise ValueError(f"MCP server {self.name!r}: unknown transport {self.transport!r}.")
+
+
+@dataclass(frozen=True)
+class McpTool:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class McpResult:
+    """A tool result as Tambo content blocks (`text` and `resource`, spec section 2)."""
+
+    content: list[dict[str, Any]]
+    is_error: bool = False
+
+
+async def list_tools(config: McpServerConfig, *, timeout: float) -> list[McpTool]:
+    """Return the server's tools, following pagination.
+
+    Raises McpClientError when the server cannot be reached, does not answer within `timeout`
+    seconds (connect and handshake included), or answers with a protocol error.
+    """
+    try:
+        with anyio.fail_after(timeout):
+            async with _connect(config) as client:
+                tools: list[McpTool] = []
+                cursor: str | None = None
+                for _ in range(_MAX_TOOL_PAGES):
+                    page = await client.list_tools(cursor=cursor)
+                    tools.extend(
+                        McpTool(name=t.name, description=t.description or "", input_schema=dict(t.input_schema))
+                        for t in page.tools
+                    )
+                    cursor = page.next_cursor
+                    if not cursor:
+                        break
+                return tools
+    except TimeoutError as exc:
+        raise McpClientError(_timeout_message(config, timeout)) from exc
+    except MCPError as exc:
+        raise McpClientError(f"The MCP server {config.name!r} refused to list its tools: {exc.message}") from exc
+    except Exception as exc:
+        raise McpClientError(f"The MCP server {config.name!r} could not be reached.") from exc
+
+
+async def call_tool(
+    config: McpServerConfig, tool_name: str, arguments: dict[str, Any], *, timeout: float
+) -> McpResult:
+    """Call one tool. Never raises for a failure of the server or the tool.
+
+    A tool error, a protocol error, an unreachable server or a timeout all become an
+    `McpResult(is_error=True)` whose text the model may read: it names the server and the
+    failure, never local exception text. The details go to the log.
+    """
+    try:
+        with anyio.fail_after(timeout):
+            async with _connect(config) as client:
+                result = await client.call_tool(tool_name, arguments)
+    except TimeoutError:
+        logger.warning("MCP tool %r on server %r timed out after %ss", tool_name, config.name, timeout)
+        return _error_result(_timeout_message(config, timeout))
+    except MCPError as exc:
+        logger.warning("MCP tool %r on server %r: protocol error %s", tool_name, config.name, exc.code)
+        return _error_result(f"The MCP server {config.name!r} rejected the call to {tool_name!r}: {exc.message}")
+    except Exception:
+        logger.warning("MCP tool %r on server %r failed", tool_name, config.name, exc_info=True)
+        return _error_result(f"The MCP server {config.name!r} could not be reached.")
+    return McpResult(content=content_blocks(result), is_error=bool(result.is_error))
+
+
+class McpToolCache:
+    """Remembers each server's tool list for a short time, so that every run need not connect.
+
+    A server that cannot be reached is also remembered, for `failure_ttl` seconds, so that a
+    dead server costs one timeout (and one warning) per interval rather than one per run.
+    Safe to share between tasks; two tasks that miss at once both fetch, which is harmless.
+    """
+
+    def __init__(
+        self,
+        *,
+        ttl: float = 30.0,
+        failure_ttl: float = 5.0,
+        timeout: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._ttl = ttl
+        self._failure_ttl = failure_ttl
+        self._timeout = timeout
+        self._clock = clock
+        self._entries: dict[McpServerConfig, tuple[float, list[McpTool] | None]] = {}
+
+    async def get(self, config: McpServerConfig) -> list[McpTool] | None:
+        """The server's tools, or None (with a logged warning) when it cannot be reached."""
+        cached = self._entries.get(config)
+        if cached is not None and cached[0] > self._clock():
+            return None if cached[1] is None else list(cached[1])
+        try:
+            tools: list[McpTool] | None = await list_tools(config, timeout=self._timeout)
+        except McpClientError as exc:
+            logger.warning("Leaving out the tools of MCP server %r: %s", config.name, exc, exc_info=exc.__cause__)
+            tools = None
+        ttl = self._ttl if tools is not None else self._failure_ttl
+        self._entries[config] = (self._clock() + ttl, tools)
+        return None if tools is None else list(tools)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+def content_blocks(result: CallToolResult) -> list[dict[str, Any]]:
+    """Map an MCP tool result's content to Tambo content blocks."""
+    blocks = [block for item in result.content if (block := _content_block(item)) is not None]
+    if not blocks and result.structured_content is not None:
+        # A tool may answer with structured content only; the model still needs to see it.
+        blocks.append({"type": "text", "text": json.dumps(result.structured_content)})
+    return blocks
+
+
+def _content_block(item: Any) -> dict[str, Any] | None:
+    if isinstance(item, TextContent):
+        return {"type": "text", "text": item.text}
+    if isinstance(item, ImageContent | AudioContent):
+        return {"type": "resource", "resource": {"mimeType": item.mime_type, "blob": item.data}}
+    if isinstance(item, EmbeddedResource):
+        contents = item.resource
+        resource: dict[str, Any] = {"uri": str(contents.uri)}
+        if contents.mime_type:
+            resource["mimeType"] = contents.mime_type
+        if isinstance(contents, BlobResourceContents):
+            resource["blob"] = contents.blob
+        else:
+            resource["text"] = contents.text
+        return {"type": "resource", "resource": resource}
+    if isinstance(item, ResourceLink):
+        link: dict[str, Any] = {"uri": str(item.uri), "name": item.name}
+        if item.description:
+            link["description"] = item.description
+        if item.mime_type:
+            link["mimeType"] = item.mime_type
+        return {"type": "resource", "resource": link}
+    logger.info("Dropping MCP content of unsupported type %r", getattr(item, "type", type(item).__name__))
+    return None
+
+
+@asynccontextmanager
+async def _connect(config: McpServerConfig) -> AsyncIterator[Client]:
+    async with AsyncExitStack() as stack:
+        target: Any
+        if config.transport == "stdio":
+            assert config.command is not None  # checked by McpServerConfig
+            target = StdioServerParameters(
+                command=config.command,
+                args=list(config.args),
+                env=dict(config.env) if config.env else None,
+            )
+        else:
+            assert config.url is not None  # checked by McpServerConfig
+            # The caller's timeout bounds the whole exchange; the HTTP client's own timeouts only
+            # need to be no shorter than any sensible value of it.
+            http = await stack.enter_async_context(
+                httpx2.AsyncClient(headers=dict(config.headers or ()), timeout=httpx2.Timeout(300.0))
+            )
+            target = streamable_http_client(config.url, http_client=http)
+        # The SDK's response cache would outlive nothing here: every connection is fresh.
+        client = await stack.enter_async_context(Client(target, cache=None))
+        yield client
+
+
+def _timeout_message(config: McpServerConfig, timeout: float) -> str:
+    return f"The MCP server {config.name!r} did not answer within {timeout:g} seconds."
+
+
+def _error_result(message: str) -> McpResult:
+    return McpResult(content=[{"type": "text", "text": message}], is_error=True)
