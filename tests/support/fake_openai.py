@@ -44,7 +44,8 @@ class Text:
 
     chunks: str | Sequence[str] = ("Hello from the fake model.",)
     delay: float = 0.0
-    finish_reason: str = "stop"
+    # None sends no finish chunk (a server that ends the stream without saying why).
+    finish_reason: str | None = "stop"
     usage: dict[str, int] | None = None  # None: a usage computed from the chunk count
 
     def __post_init__(self) -> None:
@@ -68,13 +69,15 @@ class ToolCalls:
     """One step calling one or several tools, optionally after some text.
 
     With `interleave`, the calls' deltas alternate (call 0, call 1, call 0, ...) as some
-    OpenAI-compatible servers send them; otherwise each call is sent whole before the next.
+    OpenAI-compatible servers send them; otherwise each call is sent whole before the next. With
+    `repeat_head`, every fragment repeats the call's id, type and name, as other servers do.
     """
 
     calls: Sequence[ToolCall]
     text: str | Sequence[str] = ()
     delay: float = 0.0
     interleave: bool = False
+    repeat_head: bool = False
     finish_reason: str = "tool_calls"
     usage: dict[str, int] | None = None
 
@@ -173,7 +176,8 @@ def content_deltas(reply: Prefix) -> list[dict[str, Any]]:
     text = reply.chunks if isinstance(reply, Text) else reply.text
     deltas += [{"content": chunk} for chunk in text]
     if isinstance(reply, ToolCalls):
-        per_call = [_tool_call_deltas(index, call) for index, call in enumerate(reply.calls)]
+        per_call = [_tool_call_deltas(index, call, reply.repeat_head)
+                    for index, call in enumerate(reply.calls)]
         if reply.interleave:
             rounds = itertools.zip_longest(*per_call)
             deltas += [delta for round_ in rounds for delta in round_ if delta is not None]
@@ -182,12 +186,17 @@ def content_deltas(reply: Prefix) -> list[dict[str, Any]]:
     return deltas
 
 
-def _tool_call_deltas(index: int, call: ToolCall) -> list[dict[str, Any]]:
+def _tool_call_deltas(index: int, call: ToolCall, repeat_head: bool) -> list[dict[str, Any]]:
     # As OpenAI does: id, type and name once with empty arguments, then argument fragments only.
-    head = {"index": index, "id": call.id or f"call_{index}", "type": "function",
-            "function": {"name": call.name, "arguments": ""}}
-    fragments = [{"index": index, "function": {"arguments": fragment}} for fragment in call.arguments]
-    return [{"tool_calls": [item]} for item in [head, *fragments]]
+    head = {"index": index, "id": call.id or f"call_{index}", "type": "function"}
+    items = [{**head, "function": {"name": call.name, "arguments": ""}}]
+    for fragment in call.arguments:
+        function: dict[str, Any] = {"arguments": fragment}
+        items.append({"index": index, "function": function})
+        if repeat_head:
+            items[-1].update(head)
+            function["name"] = call.name
+    return [{"tool_calls": [item]} for item in items]
 
 
 def _usage(reply: Text | ToolCalls, deltas: list[dict[str, Any]]) -> dict[str, int]:
@@ -198,8 +207,8 @@ def _usage(reply: Text | ToolCalls, deltas: list[dict[str, Any]]) -> dict[str, i
             "total_tokens": _DEFAULT_USAGE_PROMPT_TOKENS + completion}
 
 
-class _ClientGone(Exception):
-    pass
+class _EndAnswer(Exception):
+    """Stop answering and close the connection (the client left, the stall ended, or shutdown)."""
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -208,14 +217,6 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass  # Keep test output clean.
-
-    def do_GET(self) -> None:
-        self._record(None)
-        if self.path.rstrip("/") == "/v1/models":
-            self._send_json(200, {"object": "list", "data": [
-                {"id": "fake-model", "object": "model", "created": 0, "owned_by": "fake"}]})
-        else:
-            self._send_json(404, error_body(404, "Unknown path."))
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -232,13 +233,17 @@ class _Handler(BaseHTTPRequestHandler):
         reply = self.server.fake._next_reply()
         try:
             if isinstance(reply, HTTPError):
-                self._send_error_reply(reply)
+                retry_after = {} if reply.retry_after is None else {"Retry-After": str(reply.retry_after)}
+                self._send_json(reply.status, error_body(reply.status, reply.message, reply.type, reply.code),
+                                retry_after)
             elif body.get("stream"):
                 self._stream(reply, record)
             else:
                 self._answer_whole(reply, record)
-        except (_ClientGone, BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
             record.disconnected.set()
+            self.close_connection = True
+        except _EndAnswer:
             self.close_connection = True
 
     # --- recording and plain answers ---
@@ -261,15 +266,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _send_error_reply(self, reply: HTTPError) -> None:
-        headers = {} if reply.retry_after is None else {"Retry-After": str(reply.retry_after)}
-        self._send_json(reply.status, error_body(reply.status, reply.message, reply.type, reply.code),
-                        headers)
-
     def _answer_whole(self, reply: Reply, record: RecordedRequest) -> None:
         if isinstance(reply, Stall):
             self._wait(reply.seconds, record)
-            raise _ClientGone  # Nothing was answered; close like a server that gave up.
+            raise _EndAnswer  # Nothing was answered; close like a server that gave up.
         if isinstance(reply, Drop):
             self._drop()
             return
@@ -318,13 +318,14 @@ class _Handler(BaseHTTPRequestHandler):
             return self._drop()
         if isinstance(reply, Stall):
             self._wait(reply.seconds, record)
-            raise _ClientGone  # The server gave up (shutdown) or the client left; close either way.
+            raise _EndAnswer  # Close without finishing the body, like a server that gave up.
         if isinstance(reply, StreamError):
             self._send_event(error_body(500, reply.message))
         else:
             assert isinstance(reply, (Text, ToolCalls))
-            self._send_event({**envelope, "choices": [
-                {"index": 0, "delta": {}, "finish_reason": reply.finish_reason, "logprobs": None}]})
+            if reply.finish_reason is not None:
+                self._send_event({**envelope, "choices": [
+                    {"index": 0, "delta": {}, "finish_reason": reply.finish_reason, "logprobs": None}]})
             if record.wants_usage:
                 self._send_event({**envelope, "choices": [], "usage": _usage(reply, deltas)})
         self._send_chunk(b"data: [DONE]\n\n")
@@ -345,16 +346,16 @@ class _Handler(BaseHTTPRequestHandler):
             pass
 
     def _wait(self, seconds: float, record: RecordedRequest) -> None:
-        """Sleep up to `seconds`; raise _ClientGone if the client leaves or the server stops."""
+        """Sleep up to `seconds`; raise _EndAnswer if the client leaves or the server stops."""
         deadline = time.monotonic() + seconds
         stopping = self.server.fake._stopping
         while (remaining := deadline - time.monotonic()) > 0:
             if stopping.is_set():
-                raise _ClientGone
+                raise _EndAnswer
             readable, _, _ = select.select([self.connection], [], [], min(remaining, 0.02))
             if readable and self._peer_closed():
                 record.disconnected.set()
-                raise _ClientGone
+                raise _EndAnswer
 
     def _peer_closed(self) -> bool:
         try:
