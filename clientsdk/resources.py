@@ -1,0 +1,168 @@
+"""One resource class per part of the v1 API; every endpoint of the spec has one method.
+
+`userKey` goes where the spec wants it: a query parameter on GET/DELETE (and PATCH, whose table row
+says query), a body field on POST. Answers are parsed into the wire models of `clientsdk.types`,
+the same models the server renders them with.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from .streaming import Stream
+from .types import (
+    CancelResult,
+    ComponentStateResult,
+    Message,
+    MessagePage,
+    Thread,
+    ThreadPage,
+    ThreadWithMessages,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ._base import HTTPCore
+
+__all__ = ["Threads", "Messages", "Runs", "Components", "user_message"]
+
+
+def _seg(value: str) -> str:
+    """Quote an id for use as one path segment (ids are URL-safe, but never trust input)."""
+    return quote(value, safe="")
+
+
+def _drop_none(params: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in params.items() if v is not None}
+
+
+def user_message(message: str | list[dict[str, Any]] | dict[str, Any], additional_context: Any = None) -> dict[str, Any]:
+    """Build the wire `message`: text, a list of content blocks, or a full message dict."""
+    if isinstance(message, str):
+        body: dict[str, Any] = {"role": "user", "content": [{"type": "text", "text": message}]}
+    elif isinstance(message, list):
+        body = {"role": "user", "content": message}
+    else:
+        body = dict(message)
+        body.setdefault("role", "user")
+    if additional_context is not None:
+        body["additionalContext"] = additional_context
+    return body
+
+
+class _Resource:
+    def __init__(self, core: HTTPCore, user_key: str) -> None:
+        self._core = core
+        self._user_key = user_key
+
+
+class Messages(_Resource):
+    def list(
+        self, thread_id: str, *, limit: int | None = None, cursor: str | None = None, order: str | None = None
+    ) -> MessagePage:
+        params = _drop_none({"userKey": self._user_key, "limit": limit, "cursor": cursor, "order": order})
+        return self._core.request_model("GET", f"/v1/threads/{_seg(thread_id)}/messages", MessagePage, params=params)
+
+    def retrieve(self, thread_id: str, message_id: str) -> Message:
+        path = f"/v1/threads/{_seg(thread_id)}/messages/{_seg(message_id)}"
+        return self._core.request_model("GET", path, Message, params={"userKey": self._user_key})
+
+
+class Threads(_Resource):
+    def __init__(self, core: HTTPCore, user_key: str) -> None:
+        super().__init__(core, user_key)
+        self.messages = Messages(core, user_key)
+
+    def list(self, *, limit: int | None = None, cursor: str | None = None) -> ThreadPage:
+        params = _drop_none({"userKey": self._user_key, "limit": limit, "cursor": cursor})
+        return self._core.request_model("GET", "/v1/threads", ThreadPage, params=params)
+
+    def create(
+        self, *, metadata: dict[str, Any] | None = None, initial_messages: list[dict[str, Any]] | None = None
+    ) -> Thread:
+        body = _drop_none({"userKey": self._user_key, "metadata": metadata, "initialMessages": initial_messages})
+        return self._core.request_model("POST", "/v1/threads", Thread, json=body)
+
+    def retrieve(self, thread_id: str) -> ThreadWithMessages:
+        path = f"/v1/threads/{_seg(thread_id)}"
+        return self._core.request_model("GET", path, ThreadWithMessages, params={"userKey": self._user_key})
+
+    def update(self, thread_id: str, *, name: str | None = None, metadata: dict[str, Any] | None = None) -> Thread:
+        body = _drop_none({"userKey": self._user_key, "name": name, "metadata": metadata})
+        path = f"/v1/threads/{_seg(thread_id)}"
+        return self._core.request_model("PATCH", path, Thread, params={"userKey": self._user_key}, json=body)
+
+    def delete(self, thread_id: str) -> None:
+        self._core.request("DELETE", f"/v1/threads/{_seg(thread_id)}", params={"userKey": self._user_key})
+
+
+class Runs(_Resource):
+    def create(
+        self,
+        message: str | list[dict[str, Any]] | dict[str, Any],
+        *,
+        thread_id: str | None = None,
+        previous_run_id: str | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        available_components: list[dict[str, Any]] | None = None,
+        tool_choice: str | dict[str, Any] | None = None,
+        additional_context: Any = None,
+        model: str | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        run_metadata: dict[str, Any] | None = None,
+        thread_metadata: dict[str, Any] | None = None,
+        extra_body: dict[str, Any] | None = None,
+    ) -> Stream:
+        """Start a run and return its event stream (not retried). Without `thread_id` a new thread
+        is created; its id is `stream.thread_id` (header `X-Thread-Id`)."""
+        body = _drop_none({
+            "message": user_message(message, additional_context),
+            "userKey": self._user_key,
+            "previousRunId": previous_run_id,
+            "tools": tools,
+            "availableComponents": available_components,
+            "toolChoice": tool_choice,
+            "model": model,
+            "maxTokens": max_tokens,
+            "temperature": temperature,
+            "runMetadata": run_metadata,
+        })
+        if thread_id is None:
+            body["thread"] = {"userKey": self._user_key}
+            if thread_metadata is not None:
+                body["threadMetadata"] = thread_metadata
+        body.update(extra_body or {})
+        return self.create_from_body(body, thread_id=thread_id)
+
+    def create_from_body(self, body: dict[str, Any], *, thread_id: str | None) -> Stream:
+        """Start a run from a ready wire body (camelCase); used by the tool loop."""
+        path = "/v1/threads/runs" if thread_id is None else f"/v1/threads/{_seg(thread_id)}/runs"
+        response = self._core.stream("POST", path, json=body, headers={"Accept": "text/event-stream"})
+        stream = Stream(response)
+        stream.thread_id = stream.thread_id or thread_id
+        return stream
+
+    def cancel(self, thread_id: str, run_id: str) -> CancelResult:
+        path = f"/v1/threads/{_seg(thread_id)}/runs/{_seg(run_id)}"
+        return self._core.request_model("DELETE", path, CancelResult, params={"userKey": self._user_key})
+
+
+class Components(_Resource):
+    def update_state(
+        self,
+        thread_id: str,
+        component_id: str,
+        *,
+        state: dict[str, Any] | None = None,
+        patch: list[dict[str, Any]] | None = None,
+    ) -> ComponentStateResult:
+        """Replace a component's state (`state=`) or apply a JSON Patch to it (`patch=`); exactly one."""
+        if (state is None) == (patch is None):
+            raise ValueError("pass exactly one of state= or patch=")
+        body: dict[str, Any] = {"userKey": self._user_key}
+        if state is not None:
+            body["state"] = state
+        else:
+            body["patch"] = patch
+        path = f"/v1/threads/{_seg(thread_id)}/components/{_seg(component_id)}/state"
+        return self._core.request_model("POST", path, ComponentStateResult, json=body)
