@@ -237,6 +237,8 @@ class MessageEngine:
                     raise TypeError(f"response provider yielded {type(chunk).__name__}, expected a dict")
                 self.set_request_state(PROCESSING, COMPLETING)
                 message.pop("loading", None)
+                # Metadata follows every chunk: the usage-only chunk has no choice.
+                _update_metadata(message, chunk)
                 choice = _first_choice(chunk)
                 if choice is not None:
                     last_choice = choice
@@ -251,14 +253,6 @@ class MessageEngine:
 
     def _apply_chunk(self, chunk: Mapping, choice: Mapping, message: dict, signal: AbortSignal) -> None:
         def run_default() -> None:
-            metadata = message.get("metadata")
-            if not isinstance(metadata, dict):
-                metadata = message["metadata"] = {}
-            if chunk.get("created") is not None:
-                metadata["createdAt"] = chunk["created"]
-            metadata["updatedAt"] = int(time.time())
-            # `choices` is folded into the message itself; copying it too would only bloat metadata.
-            metadata.update({k: v for k, v in chunk.items() if k not in ("created", "choices")})
             delta = choice.get("message") if choice.get("message") is not None else choice.get("delta")
             # A chunk with neither is skipped (0.4 crashed on it).
             if isinstance(delta, Mapping):
@@ -322,6 +316,17 @@ class MessageEngine:
     def _call_error_hooks(self, error: Exception, signal: AbortSignal) -> bool:
         """Run every `on_error` hook; return whether there was any (else the caller re-raises)."""
         return self._call_hooks_logged("on_error", signal, error=error) > 0
+
+
+def _update_metadata(message: dict[str, Any], chunk: Mapping[str, Any]) -> None:
+    metadata = message.get("metadata")
+    if not isinstance(metadata, dict):
+        metadata = message["metadata"] = {}
+    if chunk.get("created") is not None:
+        metadata["createdAt"] = chunk["created"]
+    metadata["updatedAt"] = int(time.time())
+    # `choices` is folded into the message itself; copying it too would only bloat metadata.
+    metadata.update({k: v for k, v in chunk.items() if k not in ("created", "choices")})
 
 
 def _first_choice(chunk: Mapping[str, Any]) -> Mapping[str, Any] | None:

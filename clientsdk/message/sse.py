@@ -34,7 +34,7 @@ def sse_stream_to_generator(
     `abort_signal` is set before or while reading (also when the read failed
     because the abort closed the connection).
     """
-    chunks = stream.iter_content(chunk_size=None) if hasattr(stream, "iter_content") else stream
+    chunks = _response_chunks(stream) if hasattr(stream, "iter_content") else stream
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     events = _EventAssembler()
     buffer = ""
@@ -59,6 +59,25 @@ def sse_stream_to_generator(
         if abort_signal is not None and abort_signal.is_set():
             raise AbortError() from exc
         raise
+
+
+def _response_chunks(response: Any) -> Iterable[bytes]:
+    """Yield a streaming `requests.Response` body as soon as bytes arrive.
+
+    `iter_content(chunk_size=None)` yields per HTTP chunk for a chunked body,
+    but for a body delimited by closing the connection (HTTP/1.0 servers) it
+    reads until EOF, which would hold back every event; `read1` returns
+    whatever has arrived.
+    """
+    raw = getattr(response, "raw", None)
+    if getattr(raw, "chunked", False) or not hasattr(raw, "read1"):
+        yield from response.iter_content(chunk_size=None)
+        return
+    while True:
+        data = raw.read1(65536)
+        if not data:
+            return
+        yield data
 
 
 class _Done(Exception):
