@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -52,6 +53,22 @@ def parse_event(data: str) -> AGUIEvent | None:
         return _EVENT_ADAPTER.validate_python(raw)
     except ValidationError as exc:
         raise APIResponseValidationError(f"malformed {raw.get('type')} event: {exc.errors()[:3]}") from exc
+
+
+def _shutdown_socket(response: requests.Response) -> None:
+    """Wake up a read blocked in another thread: closing the response alone does not, the socket
+    must be shut down. Best effort; reaches into urllib3/http.client because they offer no hook."""
+    raw = response.raw
+    sock = getattr(getattr(raw, "connection", None), "sock", None)
+    if sock is None:
+        fp = getattr(getattr(raw, "_fp", None), "fp", None)
+        sock = getattr(getattr(fp, "raw", None), "_sock", None)
+    if sock is None:
+        return
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
 
 
 class Stream:
@@ -102,6 +119,7 @@ class Stream:
             return
         self._closed.set()
         if self.response is not None:
+            _shutdown_socket(self.response)
             self.response.close()
 
     def __enter__(self) -> Stream:
