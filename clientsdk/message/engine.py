@@ -178,22 +178,28 @@ class MessageEngine:
             signal = self._abort_signal = AbortSignal()
             self._turn_thread = threading.current_thread()
             self._idle.clear()
-        self.set_request_state(PROCESSING, REQUESTING)
-        self._turn_provider = self.response_provider
-        self.custom_context = {}
-        self.append_messages(messages)
-        self._run_turn(signal)
+        self._run_turn(messages, signal)
         return self._request_state
 
-    def _run_turn(self, signal: AbortSignal) -> None:
+    def _run_turn(self, messages: list[dict[str, Any]], signal: AbortSignal) -> None:
+        """Run one claimed turn; whatever happens, the claim is released at the end."""
         try:
             try:
+                self.set_request_state(PROCESSING, REQUESTING)
+                # Snapshot: swapping `response_provider` mid-turn must not mix two sources.
+                self._turn_provider = self.response_provider
+                self.custom_context = {}
+                self.append_messages(messages)
                 self._run_to_turn_end(signal)
             except Exception as error:
                 self.set_request_state(ERROR)
                 if not self._call_error_hooks(error, signal):
                     raise
         finally:
+            if self.is_processing:
+                # Only a BaseException (KeyboardInterrupt, SystemExit) gets here mid-turn;
+                # the turn did not complete, and "processing" must not outlive it.
+                self._request_state, self._processing_state = ABORTED, None
             self._call_hooks_logged("on_finally", signal)
             if self._current_turn:
                 self._current_turn[-1].pop("loading", None)

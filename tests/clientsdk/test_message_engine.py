@@ -737,3 +737,47 @@ def test_the_provider_raises_abort_error_when_already_aborted():
     signal.set()
     with pytest.raises(AbortError):
         next(ChatCompletionsProvider("http://127.0.0.1:9", "k")({"messages": []}, signal))
+
+
+def test_a_keyboard_interrupt_does_not_leave_the_engine_processing():
+    def interrupted(body, abort_signal):
+        raise KeyboardInterrupt
+
+    engine = MessageEngine(ScriptedProvider(interrupted, text_chunks("ok")))
+    with pytest.raises(KeyboardInterrupt):
+        engine.send_message("hi")
+    assert engine.request_state == "aborted"
+    assert engine.send_message("again") == "completed"
+
+
+def test_the_provider_is_read_once_per_turn():
+    class Swap(Plugin):
+        def on_after_request(self, context):
+            engine.response_provider = ScriptedProvider(text_chunks("from the new provider"))
+            if len(first.bodies) == 1:
+                context.request_next()
+
+    first = ScriptedProvider(text_chunks("one"), text_chunks("two"))
+    engine = MessageEngine(first, plugins=[Swap()])
+    engine.send_message("hi")
+    assert [m["content"] for m in engine.messages[1:]] == ["one", "two"]
+    engine.send_message("next")
+    assert engine.messages[-1]["content"] == "from the new provider"
+
+
+def test_a_send_from_another_thread_while_processing_is_refused():
+    in_provider, release = threading.Event(), threading.Event()
+
+    def blocking(body, abort_signal):
+        in_provider.set()
+        release.wait(5)
+        return completion("first answer")
+
+    engine = MessageEngine(ScriptedProvider(blocking))
+    thread, outcome = run_in_thread(lambda: engine.send_message("first"))
+    assert in_provider.wait(5)
+    assert engine.send_message("second") is None
+    release.set()
+    thread.join(5)
+    assert outcome == {"result": "completed"}
+    assert [m["content"] for m in engine.messages] == ["first", "first answer"]
