@@ -2,6 +2,7 @@
 from django.db import models
 from django.utils import timezone
 
+from tambo_project.clock import now_unique
 from tambo_project.ids import new_id
 
 
@@ -27,7 +28,7 @@ class Run(models.Model):
     error_code = models.CharField(max_length=64, null=True, blank=True)
     error_message = models.TextField(null=True, blank=True)
     cancel_requested = models.BooleanField(default=False)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=now_unique)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

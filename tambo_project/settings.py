@@ -75,6 +75,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         }
     )
+    # Tests share the database with a server subprocess, so the test database is a file too.
+    DATABASES["default"]["TEST"] = {"NAME": SQLITE_PATH + "-test"}
 else:
     DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=0))
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

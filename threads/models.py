@@ -10,6 +10,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from tambo_project.clock import now_unique
 from tambo_project.ids import new_id
 
 
@@ -34,7 +35,7 @@ class Project(models.Model):
     )
     # Logged-in browser users act in one project; each gets its own user key (see tambo_project/auth.py).
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="tambo_projects")
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=now_unique)
 
     def __str__(self) -> str:
         return self.name
@@ -55,7 +56,7 @@ class ApiKey(models.Model):
     prefix = models.CharField(max_length=16, editable=False)
     hashed_key = models.CharField(max_length=64, unique=True, editable=False)
     revoked = models.BooleanField(default=False)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=now_unique)
     last_used_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -94,7 +95,7 @@ class Thread(models.Model):
     last_run_cancelled = models.BooleanField(null=True, blank=True)
     last_run_error = models.JSONField(null=True, blank=True)
     status_message = models.CharField(max_length=500, null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=now_unique)
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -129,7 +130,7 @@ class Message(models.Model):
     component_state = models.JSONField(default=dict, blank=True)
     metadata = models.JSONField(null=True, blank=True)
     additional_context = models.JSONField(null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=now_unique)
 
     class Meta:
         indexes = [models.Index(fields=["thread", "created_at", "id"], name="message_list_idx")]

@@ -9,7 +9,7 @@ from tools.partial_json import parse_partial
 from tools.props_stream import InvalidArguments, PropsStream
 
 OBJECT_DOCUMENTS = [doc for doc in HAND_WRITTEN if doc.lstrip().startswith("{")] + random_object_documents(
-    seed=4330, count=60
+    seed=4330, count=40
 )
 
 

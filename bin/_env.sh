@@ -1,0 +1,21 @@
+# Shared by bin/serve, bin/test and bin/bench: a virtualenv with the project installed.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PY="${PYTHON:-python3}"
+VENV="$ROOT/.venv"
+if [ ! -x "$VENV/bin/python" ]; then
+  "$PY" -m venv "$VENV"
+fi
+# Reinstall only when pyproject.toml changed since the last install.
+STAMP="$VENV/.installed-$(sha1sum pyproject.toml | cut -c1-12)-${1:-base}"
+if [ ! -f "$STAMP" ]; then
+  "$VENV/bin/pip" install -q --upgrade pip >/dev/null 2>&1 || true
+  if [ "${1:-base}" = "test" ]; then
+    "$VENV/bin/pip" install -q -e ".[test]"
+  else
+    "$VENV/bin/pip" install -q -e .
+  fi
+  touch "$STAMP"
+fi
+export PATH="$VENV/bin:$PATH"

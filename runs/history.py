@@ -1,0 +1,98 @@
+"""The thread's stored messages → the model's input (OpenAI chat form).
+
+Rebuilt from the database at the start of every run, so the model always sees the current state of
+each component and every tool result, including those that arrived through continuations.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from threads.models import Message
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a helpful assistant inside an application. Use the tools you are offered when they help; "
+    "tools named show_component_<Name> render a UI component for the user with the arguments as its props."
+)
+
+
+def component_tool_name(component_name: str) -> str:
+    return f"show_component_{component_name}"
+
+
+def block_text(block: dict[str, Any]) -> str:
+    if block.get("type") == "text":
+        return block.get("text", "")
+    if block.get("type") == "resource":
+        resource = block.get("resource") or {}
+        if resource.get("text"):
+            return resource["text"]
+        label = resource.get("name") or resource.get("uri") or "resource"
+        return f"[{label} ({resource.get('mimeType', 'unknown type')})]"
+    return ""
+
+
+def result_text(result_block: dict[str, Any]) -> str:
+    text = "\n".join(block_text(b) for b in result_block.get("content") or []).strip()
+    if result_block.get("isError"):
+        return f"Error: {text}" if text else "Error"
+    return text
+
+
+def build_model_messages(system_prompt: str, messages: list[Message]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"role": "system", "content": system_prompt or DEFAULT_SYSTEM_PROMPT}]
+    answered: set[str] = {m.tool_call_id for m in messages if m.role == Message.Role.TOOL and m.tool_call_id}
+    for message in messages:
+        if message.role == Message.Role.TOOL:
+            for block in message.content:
+                if block.get("type") == "tool_result":
+                    out.append({"role": "tool", "tool_call_id": block["toolUseId"], "content": result_text(block)})
+        elif message.role == Message.Role.ASSISTANT:
+            out.extend(_assistant(message, answered))
+        else:
+            out.extend(_user_or_system(message))
+    return out
+
+
+def _user_or_system(message: Message) -> list[dict[str, Any]]:
+    text = "\n".join(block_text(b) for b in message.content if b.get("type") in ("text", "resource"))
+    result = []
+    if message.additional_context:
+        # Context from the application (what the user sees, selections…), given just before the text.
+        context = json.dumps(message.additional_context, ensure_ascii=False)
+        result.append({"role": "system", "content": f"Additional context from the application: {context}"})
+    if text:
+        result.append({"role": message.role, "content": text})
+    return result
+
+
+def _assistant(message: Message, answered: set[str]) -> list[dict[str, Any]]:
+    text = "".join(b.get("text", "") for b in message.content if b.get("type") == "text")
+    calls, synthetic = [], []
+    for block in message.content:
+        if block.get("type") == "tool_use" and block["id"] in answered:
+            calls.append(_call(block["id"], block["name"], block.get("input") or {}))
+        elif block.get("type") == "component":
+            # A component is a tool call whose result is what the user now sees, state included.
+            call_id = block.get("toolCallId") or block["id"]
+            calls.append(_call(call_id, component_tool_name(block["name"]), block.get("props") or {}))
+            if call_id not in answered:
+                state = message.component_state.get(block["id"], block.get("state") or {})
+                synthetic.append({"role": "tool", "tool_call_id": call_id,
+                                  "content": component_result_text(block["name"], block["id"], state)})
+    if not text and not calls:
+        return []
+    entry: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if calls:
+        entry["tool_calls"] = calls
+    return [entry, *synthetic]
+
+
+def component_result_text(name: str, component_id: str, state: dict[str, Any]) -> str:
+    return (f"Component {name} ({component_id}) is shown to the user. "
+            f"Its current state: {json.dumps(state, ensure_ascii=False)}")
+
+
+def _call(call_id: str, name: str, arguments: Any) -> dict[str, Any]:
+    return {"id": call_id, "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)}}

@@ -1,0 +1,122 @@
+"""The per-thread run lock: a lease on the thread row (spec section 5).
+
+`run_status` moves idle → waiting → streaming → idle. Taking and releasing are each one short
+transaction holding the thread's row lock (`SELECT … FOR UPDATE` on PostgreSQL; on SQLite the
+IMMEDIATE transaction mode set in settings takes the database write lock at BEGIN, which
+serialises the same read-check-write). No transaction is ever held while a model or tool runs.
+
+The lock carries an expiry that the streaming process renews (`lock_renew`, batched per process).
+A holder that died stops renewing; the next taker then takes the lock over and records the dead
+run as failed, so a thread is never locked forever.
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any, Callable
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from runs.models import Run
+from tambo_project.problems import Problem
+from threads.models import RunStatus, Thread
+
+LEASE_EXPIRED_CODE = "RUN_LEASE_EXPIRED"
+
+
+def _lease_deadline():
+    return timezone.now() + timedelta(seconds=settings.RUN_LEASE_SECONDS)
+
+
+def _fail_dead_run(thread: Thread) -> None:
+    """Records the run of an expired lease as failed. Caller holds the thread's row lock."""
+    now = timezone.now()
+    Run.objects.filter(id=thread.current_run_id).exclude(
+        status__in=[Run.Status.COMPLETED, Run.Status.CANCELLED, Run.Status.FAILED]
+    ).update(status=Run.Status.FAILED, error_code=LEASE_EXPIRED_CODE,
+             error_message="The server process running this run stopped responding.", finished_at=now)
+    thread.last_run_error = {"code": LEASE_EXPIRED_CODE,
+                             "message": "The previous run stopped responding and was abandoned."}
+    thread.last_run_cancelled = None
+
+
+def lock_take(*, thread_id: str, run_id: str, in_lock: Callable[[Thread], Any] | None = None) -> Thread:
+    """Takes the run lock of a thread for `run_id` (IDLE → WAITING) and returns the locked thread.
+
+    Holds the thread's row lock for one short transaction. `in_lock(thread)` runs inside it, after
+    the check, so the caller can validate against the locked row and write what must change
+    atomically with the lock (the Run row, tool results, clearing pending ids); anything it raises
+    rolls everything back. Raises Problem 409 CONCURRENT_RUN while a live run holds the lock; an
+    expired lease is taken over and its run recorded as failed.
+    """
+    with transaction.atomic():
+        thread = Thread.objects.select_for_update().get(pk=thread_id)
+        if thread.run_status != RunStatus.IDLE:
+            expired = thread.lease_expires_at is None or thread.lease_expires_at <= timezone.now()
+            if not expired:
+                raise Problem(409, "CONCURRENT_RUN", "Another run is active on this thread.",
+                              currentRunId=thread.current_run_id)
+            _fail_dead_run(thread)
+        if in_lock is not None:
+            in_lock(thread)
+        thread.run_status = RunStatus.WAITING
+        thread.current_run_id = run_id
+        thread.lease_expires_at = _lease_deadline()
+        thread.status_message = None
+        thread.updated_at = timezone.now()
+        thread.save()
+    return thread
+
+
+def lock_mark_streaming(*, thread_id: str, run_id: str) -> bool:
+    """WAITING → STREAMING for the holder; False (and no change) for anyone else."""
+    now = timezone.now()
+    changed = Thread.objects.filter(pk=thread_id, current_run_id=run_id).update(
+        run_status=RunStatus.STREAMING, lease_expires_at=_lease_deadline(), updated_at=now
+    )
+    if changed:
+        Run.objects.filter(id=run_id).update(status=Run.Status.STREAMING, started_at=now)
+    return bool(changed)
+
+
+def lock_renew(*, run_ids: list[str]) -> int:
+    """Extends the leases of all the given runs in one query; returns how many are still held."""
+    if not run_ids:
+        return 0
+    return Thread.objects.filter(current_run_id__in=run_ids).exclude(run_status=RunStatus.IDLE).update(
+        lease_expires_at=_lease_deadline()
+    )
+
+
+def lock_release(*, thread_id: str, run_id: str, run_status: str, thread_fields: dict[str, Any] | None = None,
+                 error_code: str | None = None, error_message: str | None = None) -> bool:
+    """Releases the lock held by `run_id` (→ IDLE) and records how the run ended.
+
+    Holds the thread's row lock for one short transaction. Only the holder can release: for any
+    other run this changes nothing and returns False (its lease was taken over, for instance).
+    `thread_fields` are set on the thread in the same transaction (pending ids, last run …).
+    """
+    with transaction.atomic():
+        thread = Thread.objects.select_for_update().filter(pk=thread_id).first()
+        if thread is None or thread.current_run_id != run_id or thread.run_status == RunStatus.IDLE:
+            return False
+        for field, value in (thread_fields or {}).items():
+            setattr(thread, field, value)
+        thread.run_status = RunStatus.IDLE
+        thread.current_run_id = None
+        thread.lease_expires_at = None
+        thread.updated_at = timezone.now()
+        thread.save()
+        Run.objects.filter(id=run_id).update(status=run_status, error_code=error_code,
+                                             error_message=error_message, finished_at=timezone.now())
+    return True
+
+
+def lock_request_cancel(*, thread_id: str, run_id: str) -> bool:
+    """Flags the active run for cancellation; the process streaming it sees the flag (runs/watcher.py)."""
+    held = Thread.objects.filter(pk=thread_id, current_run_id=run_id).exclude(run_status=RunStatus.IDLE).exists()
+    if not held:
+        return False
+    Run.objects.filter(id=run_id).update(cancel_requested=True)
+    return True

@@ -1,0 +1,218 @@
+"""The advance loop: an async generator of AG-UI events for one run. It knows nothing of HTTP.
+
+Each iteration is one model step: stream the model's output as events, store the assistant message
+when it ends, run server-side tools and components inline and go round again, or pause on client
+tools (pending ids stored and the lock released *before* `tambo.run.awaiting_input`), or finish.
+Database work goes through sync_to_async a few times per step, never per token, and no transaction
+is open while the model or a tool runs.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, AsyncIterator
+
+from ag_ui.core import BaseEvent, CustomEvent, RunErrorEvent, RunFinishedEvent, RunFinishedSuccessOutcome
+from ag_ui.core import RunStartedEvent, ToolCallResultEvent
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+from runs import services
+from runs.control import RunCancelled, RunControl
+from runs.history import build_model_messages, component_result_text
+from runs.lock import lock_mark_streaming
+from runs.providers.base import ModelError, ModelRequest, Provider, StepEnd
+from runs.services import StartedRun, call_signature
+from runs.step import Call, Step
+from tools.toolbox import ToolResult, Toolbox, build_toolbox, error_result, load_mcp_tools, mcp_configs
+
+log = logging.getLogger(__name__)
+
+MAX_STEPS = 50
+LIMIT_NOTE = " Answer the user now without calling more tools."
+
+
+async def advance(started: StartedRun, control: RunControl, provider: Provider) -> AsyncIterator[BaseEvent]:
+    thread, run = started.thread, started.run
+    yield RunStartedEvent(thread_id=thread.id, run_id=run.id)
+    step: Step | None = None
+    try:
+        await sync_to_async(lock_mark_streaming)(thread_id=thread.id, run_id=run.id)
+        toolbox = await _toolbox(started)
+        messages = build_model_messages(thread.project.system_prompt, started.history)
+        counts = _Counts(started)
+        for _ in range(MAX_STEPS):
+            control.check()
+            step = Step(message_id=services.new_message_id(), toolbox=toolbox)
+            async for event in _model_step(step, messages, started, provider, control):
+                yield event
+            await sync_to_async(services.step_persist)(thread=thread, run=run, message_id=step.message_id,
+                                                       content=step.content(), cancelled=False)
+            persisted, step = step, None
+            messages.append(persisted.model_message())
+            pending: list[Call] = []
+            results: list[tuple[str, dict]] = []
+            for call in persisted.calls.values():
+                outcome = await _resolve(call, toolbox, counts, control)
+                if outcome is None:
+                    pending.append(call)
+                    continue
+                block, model_text = outcome
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": model_text})
+                if block is not None:
+                    results.append((call.id, block))
+                    yield ToolCallResultEvent(message_id=persisted.message_id, tool_call_id=call.id,
+                                              content=model_text, role="tool")
+            if results:
+                await sync_to_async(services.step_persist)(thread=thread, run=run, message_id=persisted.message_id,
+                                                           content=[], cancelled=False, tool_messages=results)
+            if pending:
+                async for event in _pause(started, control, pending):
+                    yield event
+                return
+            if not persisted.calls:
+                await sync_to_async(services.run_complete)(thread=thread, run=run)
+                control.settled = True
+                yield RunFinishedEvent(thread_id=thread.id, run_id=run.id)
+                return
+        raise ModelError("LLM_CLIENT_ERROR", "The model kept calling tools without answering.", retryable=False)
+    except RunCancelled:
+        async for event in _end_cancelled(started, control, step):
+            yield event
+    except ModelError as exc:
+        async for event in _end_failed(started, control, step, exc.code, exc.message, exc.category, exc.retryable):
+            yield event
+    except Exception:
+        log.exception("Run %s failed", run.id)
+        async for event in _end_failed(started, control, step, "INTERNAL_ERROR", "An internal error occurred.",
+                                       "server_error", True):
+            yield event
+
+
+async def _toolbox(started: StartedRun) -> Toolbox:
+    body = started.body
+    project = started.thread.project
+
+    def read() -> tuple[Toolbox, list[Any]]:
+        box = build_toolbox(project=project, client_tools=body.tools or [],
+                            components=body.available_components or [])
+        return box, mcp_configs(project)
+
+    toolbox, configs = await sync_to_async(read)()
+    toolbox.mcp_tools = await load_mcp_tools(configs)
+    return toolbox
+
+
+async def _model_step(step: Step, messages: list[dict], started: StartedRun, provider: Provider,
+                      control: RunControl) -> AsyncIterator[BaseEvent]:
+    body = started.body
+    tool_choice = body.tool_choice
+    request = ModelRequest(
+        messages=list(messages), tools=step.toolbox.model_tools(),
+        tool_choice=tool_choice if isinstance(tool_choice, str) or tool_choice is None else {"name": tool_choice.name},
+        model=body.model, max_tokens=body.max_tokens, temperature=body.temperature,
+    )
+    async for delta in control.stream(provider.stream(request)):
+        if isinstance(delta, StepEnd):
+            step.finish_reason = delta.finish_reason
+            continue
+        for event in step.on_delta(delta):
+            yield event
+    for event in step.finish():
+        yield event
+
+
+class _Counts:
+    """Tool-call limits for the current user turn (spec: maxCalls, per-turn total, identical calls)."""
+
+    def __init__(self, started: StartedRun):
+        self.by_tool = dict(started.tool_counts)
+        self.identical = dict(started.identical_counts)
+        self.total = sum(self.by_tool.values())
+        self.turn_limit = started.thread.project.max_tool_calls_per_turn or settings.MAX_TOOL_CALLS_PER_TURN
+
+    def refuse(self, call: Call, toolbox: Toolbox, arguments: dict) -> str | None:
+        signature = call_signature(call.name, arguments)
+        max_calls = toolbox.max_calls(call.name)
+        if max_calls is not None and self.by_tool.get(call.name, 0) >= max_calls:
+            return f"Tool call limit reached: {call.name} may be called at most {max_calls} times." + LIMIT_NOTE
+        if self.total >= self.turn_limit:
+            return f"Tool call limit reached: at most {self.turn_limit} tool calls per user message." + LIMIT_NOTE
+        if self.identical.get(signature, 0) >= settings.MAX_IDENTICAL_TOOL_CALLS:
+            return (f"Tool call limit reached: {call.name} was already called "
+                    f"{settings.MAX_IDENTICAL_TOOL_CALLS} times with these same arguments." + LIMIT_NOTE)
+        self.by_tool[call.name] = self.by_tool.get(call.name, 0) + 1
+        self.identical[signature] = self.identical.get(signature, 0) + 1
+        self.total += 1
+        return None
+
+
+async def _resolve(call: Call, toolbox: Toolbox, counts: _Counts,
+                   control: RunControl) -> tuple[dict | None, str] | None:
+    """What a call leads to: None while a client must answer it, else (stored block or None, text for the model)."""
+    if call.kind == "component":
+        return None, component_result_text(toolbox.components[call.name].name, call.component_id, {})
+    arguments, invalid = call.parsed_arguments()
+    if invalid:
+        return _stored(call, error_result(invalid))
+    if call.kind is None:
+        return _stored(call, error_result(f"There is no tool named {call.name}; use one of the tools offered."))
+    refusal = counts.refuse(call, toolbox, arguments)
+    if refusal:
+        return _stored(call, error_result(refusal))
+    if call.kind == "client":
+        return None
+    return _stored(call, await control.call(toolbox.execute(call.name, arguments)))
+
+
+def _stored(call: Call, result: ToolResult) -> tuple[dict, str]:
+    block = {"type": "tool_result", "toolUseId": call.id, "content": result.content}
+    if result.is_error:
+        block["isError"] = True
+    from runs.history import result_text
+
+    return block, result_text(block)
+
+
+async def _pause(started: StartedRun, control: RunControl, pending: list[Call]) -> AsyncIterator[BaseEvent]:
+    thread, run = started.thread, started.run
+    ids = [call.id for call in pending]
+    # The lock is released before the client hears it may answer, so its continuation cannot race us.
+    await sync_to_async(services.run_pause)(thread=thread, run=run, pending_ids=ids)
+    control.settled = True
+    yield CustomEvent(name="tambo.run.awaiting_input", value={"pendingToolCalls": [
+        {"toolCallId": c.id, "toolName": c.name, "arguments": c.arguments or "{}"} for c in pending]})
+    yield RunFinishedEvent(thread_id=thread.id, run_id=run.id,
+                           outcome=RunFinishedSuccessOutcome(pending_tool_call_ids=ids))
+
+
+async def _save_partial(started: StartedRun, step: Step | None, cancelled: bool) -> None:
+    if step is None:
+        if not cancelled:
+            return
+        step_content: list[dict] = []
+        message_id = services.new_message_id()
+    else:
+        step.cancel()
+        step_content, message_id = step.content(), step.message_id
+    if step_content or cancelled:
+        await sync_to_async(services.step_persist)(thread=started.thread, run=started.run, message_id=message_id,
+                                                   content=step_content, cancelled=cancelled)
+
+
+async def _end_cancelled(started: StartedRun, control: RunControl, step: Step | None) -> AsyncIterator[BaseEvent]:
+    await _save_partial(started, step, cancelled=True)
+    await sync_to_async(services.run_cancelled)(thread=started.thread, run=started.run)
+    control.settled = True
+    yield RunErrorEvent(message="The run was cancelled.", code="CANCELLED", category="client_error",
+                        isRetryable=False)
+
+
+async def _end_failed(started: StartedRun, control: RunControl, step: Step | None, code: str, message: str,
+                      category: str, retryable: bool) -> AsyncIterator[BaseEvent]:
+    try:
+        await _save_partial(started, step, cancelled=False)
+    except Exception:  # noqa: BLE001 - the lock must be released even if storing the partial fails
+        log.exception("Could not store the partial message of run %s", started.run.id)
+    await sync_to_async(services.run_failed)(thread=started.thread, run=started.run, code=code, message=message)
+    control.settled = True
+    yield RunErrorEvent(message=message, code=code, category=category, isRetryable=retryable)

@@ -1,0 +1,212 @@
+"""Starting runs and recording what they produce. Synchronous; the async loop calls them through
+sync_to_async, a handful of times per run (never per token)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from clientsdk import types as wire
+from runs.lock import lock_release, lock_take
+from runs.models import Run
+from tambo_project.auth import Principal
+from tambo_project.ids import new_id
+from tambo_project.problems import Problem
+from threads import selectors, services as thread_services
+from threads.models import Message, Thread
+
+ABANDONED_TEXT = "The user sent a new message instead of answering this tool call."
+
+
+@dataclass
+class StartedRun:
+    """Everything the advance loop needs, read while the lock was taken."""
+
+    thread: Thread
+    run: Run
+    body: wire.CreateRunBody
+    history: list[Message]
+    created_thread: bool = False
+    tool_counts: dict[str, int] = field(default_factory=dict)  # calls made earlier in this user turn
+    identical_counts: dict[str, int] = field(default_factory=dict)
+
+
+def _tool_results(body: wire.CreateRunBody) -> dict[str, wire.InToolResultBlock]:
+    # Duplicates by toolUseId collapse, the last one wins (spec section 3, check 4).
+    return {b.tool_use_id: b for b in body.message.content if isinstance(b, wire.InToolResultBlock)}
+
+
+def _check_previous_run(thread: Thread, body: wire.CreateRunBody) -> None:
+    if thread.last_completed_run_id and body.previous_run_id != thread.last_completed_run_id:
+        raise Problem(400, "INVALID_PREVIOUS_RUN",
+                      "previousRunId must be the id of the thread's last completed run.",
+                      lastCompletedRunId=thread.last_completed_run_id)
+    if not thread.last_completed_run_id and body.previous_run_id:
+        raise Problem(400, "INVALID_PREVIOUS_RUN", "The thread has no completed run to continue.")
+
+
+def _check_tool_results(thread: Thread, results: dict[str, Any]) -> None:
+    if not results:
+        return
+    pending = set(thread.pending_tool_call_ids or [])
+    if not pending:
+        raise Problem(400, "INVALID_TOOL_RESULT", "The thread has no pending tool calls.",
+                      extraToolCallIds=sorted(results))
+    missing, extra = sorted(pending - set(results)), sorted(set(results) - pending)
+    if missing or extra:
+        raise Problem(400, "INVALID_TOOL_RESULT", "Tool results must answer exactly the pending tool calls.",
+                      missingToolCallIds=missing, extraToolCallIds=extra)
+
+
+def run_start(*, principal: Principal, body: wire.CreateRunBody, thread_id: str | None) -> StartedRun:
+    """Checks a run request (spec section 3, checks 2-5), takes the lock and stores the new message.
+
+    The Run row, the tool results (as tool messages), the abandoned calls' error results and the
+    user's message are written in the lock's transaction, with the pending ids cleared there too.
+    On a new thread (`thread_id` None) the thread is created in the same transaction, so a rejected
+    request leaves nothing behind. Raises Problem for every rejection.
+    """
+    created = thread_id is None
+    with transaction.atomic():
+        if created:
+            thread = _new_thread(principal, body)
+        else:
+            user_key = principal.user_key(body.user_key)
+            thread = selectors.thread_get(project=principal.project, user_key=user_key, thread_id=thread_id)
+            # Checked before the lock so a bad request is told so even while a run streams.
+            _check_previous_run(thread, body)
+            _check_tool_results(thread, _tool_results(body))
+        run = Run(thread=thread, previous_run_id=body.previous_run_id, model=body.model,
+                  request_params=_request_params(body))
+
+        def in_lock(locked: Thread) -> None:
+            _check_previous_run(locked, body)
+            results = _tool_results(body)
+            _check_tool_results(locked, results)
+            run.save(force_insert=True)
+            _store_input(locked, run, body, results)
+            locked.pending_tool_call_ids = []
+
+        thread = lock_take(thread_id=thread.id, run_id=run.id, in_lock=in_lock)
+    thread.project = principal.project  # the loop reads it from async code: no lazy loads there
+    history = selectors.messages_all(thread=thread)
+    started = StartedRun(thread=thread, run=run, body=body, history=history, created_thread=created)
+    _count_turn_tool_calls(started)
+    return started
+
+
+def _new_thread(principal: Principal, body: wire.CreateRunBody) -> Thread:
+    spec = getattr(body, "thread", None) or wire.NewThreadSpec()
+    user_key = principal.user_key(spec.user_key or body.user_key)
+    metadata = spec.metadata if spec.metadata is not None else getattr(body, "thread_metadata", None)
+    return thread_services.thread_create(project=principal.project, user_key=user_key, metadata=metadata,
+                                         initial_messages=spec.initial_messages or ())
+
+
+def _request_params(body: wire.CreateRunBody) -> dict[str, Any]:
+    params = body.model_dump(by_alias=True, exclude_none=True, mode="json",
+                             include={"tool_choice", "max_tokens", "temperature", "run_metadata"})
+    params["toolNames"] = [t.name for t in body.tools or []]
+    params["componentNames"] = [c.name for c in body.available_components or []]
+    return params
+
+
+def _store_input(thread: Thread, run: Run, body: wire.CreateRunBody, results: dict[str, Any]) -> None:
+    """Writes the request's message. Caller holds the thread's run lock transaction."""
+    for tool_use_id in thread.pending_tool_call_ids or []:
+        result = results.get(tool_use_id)
+        block = (result.wire() if result is not None else
+                 {"type": "tool_result", "toolUseId": tool_use_id, "isError": True,
+                  "content": [{"type": "text", "text": ABANDONED_TEXT}]})
+        thread_services.message_create(thread=thread, role=Message.Role.TOOL, content=[block], run_id=run.id,
+                                       tool_call_id=tool_use_id)
+    other = [b.wire() for b in body.message.content if not isinstance(b, wire.InToolResultBlock)]
+    if other or not results:
+        thread_services.message_create(thread=thread, role=Message.Role.USER, content=other, run_id=run.id,
+                                       metadata=body.message.metadata,
+                                       additional_context=body.message.additional_context)
+    elif body.message.additional_context is not None:
+        # A continuation's context reaches the model too (spec section 4).
+        thread_services.message_create(thread=thread, role=Message.Role.USER, content=[], run_id=run.id,
+                                       additional_context=body.message.additional_context,
+                                       metadata={"tambo": "continuation-context"})
+
+
+def _count_turn_tool_calls(started: StartedRun) -> None:
+    """Counts the tool calls made since the user's last own message (the current user turn)."""
+    for message in reversed(started.history):
+        if message.role == Message.Role.USER and any(b.get("type") in ("text", "resource") for b in message.content):
+            break
+        if message.role != Message.Role.ASSISTANT:
+            continue
+        for block in message.content:
+            if block.get("type") == "tool_use":
+                started.tool_counts[block["name"]] = started.tool_counts.get(block["name"], 0) + 1
+                key = call_signature(block["name"], block.get("input"))
+                started.identical_counts[key] = started.identical_counts.get(key, 0) + 1
+
+
+def call_signature(name: str, arguments: Any) -> str:
+    import json
+
+    return name + ":" + json.dumps(arguments, sort_keys=True, ensure_ascii=False)
+
+
+def step_persist(*, thread: Thread, run: Run, message_id: str, content: list[dict], cancelled: bool,
+                 tool_messages: list[tuple[str, dict]] = ()) -> None:
+    """Stores one model step: the assistant message (once, when it ended) and its tool results."""
+    with transaction.atomic():
+        if content or cancelled:
+            thread_services.message_create(thread=thread, role=Message.Role.ASSISTANT, content=content,
+                                           run_id=run.id, is_cancelled=cancelled, message_id=message_id)
+        for tool_call_id, block in tool_messages:
+            thread_services.message_create(thread=thread, role=Message.Role.TOOL, content=[block], run_id=run.id,
+                                           tool_call_id=tool_call_id, parent_message_id=message_id)
+
+
+def run_pause(*, thread: Thread, run: Run, pending_ids: list[str]) -> bool:
+    return lock_release(thread_id=thread.id, run_id=run.id, run_status=Run.Status.AWAITING_INPUT,
+                        thread_fields={"pending_tool_call_ids": pending_ids, "last_completed_run_id": run.id,
+                                       "last_run_cancelled": None, "last_run_error": None})
+
+
+def run_complete(*, thread: Thread, run: Run) -> bool:
+    return lock_release(thread_id=thread.id, run_id=run.id, run_status=Run.Status.COMPLETED,
+                        thread_fields={"pending_tool_call_ids": [], "last_completed_run_id": run.id,
+                                       "last_run_cancelled": None, "last_run_error": None})
+
+
+def run_cancelled(*, thread: Thread, run: Run) -> bool:
+    # A cancelled run still counts as the last completed one, so the next message can follow it.
+    return lock_release(thread_id=thread.id, run_id=run.id, run_status=Run.Status.CANCELLED,
+                        thread_fields={"pending_tool_call_ids": [], "last_completed_run_id": run.id,
+                                       "last_run_cancelled": True, "last_run_error": None},
+                        error_code="CANCELLED", error_message="The run was cancelled.")
+
+
+def run_failed(*, thread: Thread, run: Run, code: str, message: str) -> bool:
+    return lock_release(thread_id=thread.id, run_id=run.id, run_status=Run.Status.FAILED,
+                        thread_fields={"pending_tool_call_ids": [], "last_completed_run_id": run.id,
+                                       "last_run_cancelled": None,
+                                       "last_run_error": {"code": code, "message": message}},
+                        error_code=code, error_message=message)
+
+
+def run_cancel_request(*, principal: Principal, thread_id: str, run_id: str, user_key_raw: object) -> None:
+    """Flags the thread's active run `run_id` for cancellation; 404 RUN_NOT_FOUND if it is not the active one."""
+    from runs.lock import lock_request_cancel
+
+    user_key = principal.user_key(user_key_raw)
+    selectors.thread_get(project=principal.project, user_key=user_key, thread_id=thread_id)
+    if not lock_request_cancel(thread_id=thread_id, run_id=run_id):
+        raise Problem(404, "RUN_NOT_FOUND", f"Run {run_id} is not the thread's active run.")
+
+
+def new_message_id() -> str:
+    return new_id("msg")
+
+
+def touch(thread: Thread) -> None:
+    Thread.objects.filter(pk=thread.pk).update(updated_at=timezone.now())

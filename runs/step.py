@@ -1,0 +1,146 @@
+"""One model step: provider deltas in, AG-UI events out, and the assistant message it leaves.
+
+Pure bookkeeping with no I/O, so the advance loop stays short and this is easy to test alone.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from ag_ui.core import (
+    BaseEvent,
+    CustomEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    ToolCallArgsEvent,
+    ToolCallEndEvent,
+    ToolCallStartEvent,
+)
+
+from runs.providers.base import TextDelta, ToolCallDelta
+from tambo_project.ids import new_id
+from tools.props_stream import PropsStream
+from tools.toolbox import Toolbox
+
+
+@dataclass
+class Call:
+    id: str
+    name: str
+    kind: str | None
+    arguments: str = ""
+    component_id: str | None = None
+    props: PropsStream | None = None
+    final_props: dict[str, Any] | None = None
+
+    def parsed_arguments(self) -> tuple[dict[str, Any] | None, str | None]:
+        """(arguments, None) or (None, why they are unusable)."""
+        try:
+            value = json.loads(self.arguments or "{}")
+        except json.JSONDecodeError:
+            return None, "The tool call's arguments are not valid JSON."
+        if not isinstance(value, dict):
+            return None, "The tool call's arguments must be a JSON object."
+        return value, None
+
+
+@dataclass
+class Step:
+    message_id: str
+    toolbox: Toolbox
+    text: str = ""
+    text_open: bool = False
+    calls: dict[int, Call] = field(default_factory=dict)
+    finish_reason: str | None = None
+
+    def on_delta(self, delta: TextDelta | ToolCallDelta) -> Iterator[BaseEvent]:
+        if isinstance(delta, TextDelta):
+            if not delta.text:
+                return
+            if not self.text_open:
+                self.text_open = True
+                yield TextMessageStartEvent(message_id=self.message_id, role="assistant")
+            self.text += delta.text
+            yield TextMessageContentEvent(message_id=self.message_id, delta=delta.text)
+            return
+        call = self.calls.get(delta.index)
+        if call is None:
+            yield from self._close_text()
+            name = delta.name or ""
+            call = Call(id=delta.id or new_id("call"), name=name, kind=self.toolbox.kind(name))
+            self.calls[delta.index] = call
+            if call.kind == "component":
+                call.component_id = new_id("comp")
+                call.props = PropsStream()
+                yield CustomEvent(name="tambo.component.start", value={
+                    "messageId": self.message_id, "componentId": call.component_id,
+                    "componentName": self.toolbox.components[name].name})
+            else:
+                yield ToolCallStartEvent(tool_call_id=call.id, tool_call_name=name,
+                                         parent_message_id=self.message_id)
+        if not delta.arguments:
+            return
+        call.arguments += delta.arguments
+        if call.props is not None:
+            operations = call.props.feed(delta.arguments)
+            if operations:
+                yield CustomEvent(name="tambo.component.props_delta",
+                                  value={"componentId": call.component_id, "operations": operations})
+        else:
+            yield ToolCallArgsEvent(tool_call_id=call.id, delta=delta.arguments)
+
+    def _close_text(self) -> Iterator[BaseEvent]:
+        if self.text_open:
+            self.text_open = False
+            yield TextMessageEndEvent(message_id=self.message_id)
+
+    def finish(self) -> Iterator[BaseEvent]:
+        """Closes what is open once the model's step has ended."""
+        yield from self._close_text()
+        for call in self.calls.values():
+            if call.props is None:
+                if not call.arguments:
+                    # The official client parses the accumulated arguments at the end: give it "{}".
+                    call.arguments = "{}"
+                    yield ToolCallArgsEvent(tool_call_id=call.id, delta="{}")
+                yield ToolCallEndEvent(tool_call_id=call.id)
+                continue
+            try:
+                call.final_props, operations = call.props.finish()
+            except ValueError:
+                call.final_props, operations = call.props.props, []
+            if operations:
+                yield CustomEvent(name="tambo.component.props_delta",
+                                  value={"componentId": call.component_id, "operations": operations})
+            yield CustomEvent(name="tambo.component.end", value={"componentId": call.component_id})
+
+    def cancel(self) -> None:
+        """Freezes a cancelled step: components keep the props seen so far."""
+        for call in self.calls.values():
+            if call.props is not None and call.final_props is None:
+                call.final_props = call.props.props
+
+    def content(self) -> list[dict[str, Any]]:
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": self.text}] if self.text else []
+        for call in self.calls.values():
+            if call.props is not None:
+                blocks.append({"type": "component", "id": call.component_id,
+                               "name": self.toolbox.components[call.name].name,
+                               "props": call.final_props or {}, "state": {}, "toolCallId": call.id})
+            else:
+                arguments, _ = call.parsed_arguments()
+                blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": arguments or {}})
+        return blocks
+
+    def model_message(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {"role": "assistant", "content": self.text or None}
+        if self.calls:
+            entry["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {
+                    "name": c.name,
+                    "arguments": json.dumps(c.final_props) if c.props is not None else (c.arguments or "{}")}}
+                for c in self.calls.values()
+            ]
+        return entry

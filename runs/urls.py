@@ -1,0 +1,9 @@
+from django.urls import path
+
+from runs import views
+
+urlpatterns = [
+    path("threads/runs", views.create_thread_run, name="thread-runs"),
+    path("threads/<str:thread_id>/runs", views.create_run, name="runs"),
+    path("threads/<str:thread_id>/runs/<str:run_id>", views.cancel_run, name="run"),
+]

@@ -1,0 +1,113 @@
+"""The run endpoints: async views that check a request, then stream the advance loop as SSE.
+
+The view only decodes, calls services and writes bytes. The loop runs in its own task and feeds
+a queue, so a client that goes away does not tear down the run's bookkeeping: the run is
+cancelled (unless it already paused for client tools) and still stored and unlocked properly.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+
+from asgiref.sync import sync_to_async
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_http_methods
+
+from clientsdk import types as wire
+from runs import services
+from runs.control import RunControl, watcher
+from runs.loop import advance
+from runs.providers import get_provider
+from runs.sse import SSE_HEADERS, encode_event
+from tambo_project.auth import aresolve_principal
+from tambo_project.problems import Problem, response_for, validation_error
+from tambo_project.validation import parse_body
+
+log = logging.getLogger(__name__)
+_END = object()
+
+
+def _json_body(request: HttpRequest) -> object:
+    try:
+        return json.loads(request.body or b"null")
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise validation_error("The request body is not valid JSON.", field="body") from None
+
+
+@csrf_exempt
+@require_http_methods(["POST"])
+async def create_thread_run(request: HttpRequest) -> HttpResponse:
+    return await _start(request, thread_id=None)
+
+
+@csrf_exempt
+@require_http_methods(["POST"])
+async def create_run(request: HttpRequest, thread_id: str) -> HttpResponse:
+    return await _start(request, thread_id=thread_id)
+
+
+async def _start(request: HttpRequest, thread_id: str | None) -> HttpResponse:
+    try:
+        principal = await aresolve_principal(request)
+        model = wire.CreateThreadWithRunBody if thread_id is None else wire.CreateRunBody
+        body = parse_body(model, _json_body(request))
+        started = await sync_to_async(services.run_start)(principal=principal, body=body, thread_id=thread_id)
+    except Problem as problem:
+        return response_for(problem, request.path)
+    control = RunControl(started.run.id)
+    watcher.register(control)
+    queue: asyncio.Queue = asyncio.Queue()
+    producer = asyncio.create_task(_produce(advance(started, control, get_provider()), queue, control))
+    response = StreamingHttpResponse(_write(queue, producer, control), content_type="text/event-stream")
+    for header, value in SSE_HEADERS.items():
+        response[header] = value
+    response["X-Run-Id"] = started.run.id
+    if thread_id is None:
+        response["X-Thread-Id"] = started.thread.id
+    return response
+
+
+async def _produce(events, queue: asyncio.Queue, control: RunControl) -> None:
+    try:
+        async for event in events:
+            queue.put_nowait(encode_event(event))
+    finally:
+        queue.put_nowait(_END)
+        watcher.unregister(control)
+
+
+async def _write(queue: asyncio.Queue, producer: asyncio.Task, control: RunControl):
+    finished = False
+    try:
+        while not finished:
+            chunks = [await queue.get()]
+            # Whatever else is ready goes out in the same write; when nothing is, flush at once.
+            while not queue.empty():
+                chunks.append(queue.get_nowait())
+            if chunks[-1] is _END:
+                chunks.pop()
+                finished = True
+            if chunks:
+                yield b"".join(chunks)
+    finally:
+        if not finished:
+            # The client went away while the run was producing: that is a cancel (spec section 4).
+            control.cancel("disconnected")
+            # Let the loop store the partial message and release the lock on its own.
+            await asyncio.shield(producer)
+
+
+@csrf_exempt
+@require_http_methods(["DELETE"])
+async def cancel_run(request: HttpRequest, thread_id: str, run_id: str) -> HttpResponse:
+    try:
+        principal = await aresolve_principal(request)
+        await sync_to_async(services.run_cancel_request)(
+            principal=principal, thread_id=thread_id, run_id=run_id, user_key_raw=request.GET.get("userKey"))
+    except Problem as problem:
+        return response_for(problem, request.path)
+    # If this process streams the run, stop it now; otherwise its own watcher sees the flag.
+    watcher.cancel_local(run_id, "cancelled")
+    return JsonResponse(wire.CancelResult(run_id=run_id, status="cancelled").wire())

@@ -1,0 +1,13 @@
+"""ASGI entry point: `uvicorn tambo_project.asgi:application`.
+
+Streaming runs are async views, so thousands of open SSE streams share one event loop instead of
+each holding a thread. Static files (the browser page's JS and CSS) are served by Django's ASGI
+static handler, which needs no build step; a large deployment can put a CDN or nginx in front.
+"""
+import os
+
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tambo_project.settings")
+application = ASGIStaticFilesHandler(get_asgi_application())

@@ -1,0 +1,17 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView
+
+from tambo_project import views
+
+urlpatterns = [
+    path("healthz", views.healthz, name="healthz"),
+    path("admin/", admin.site.urls),
+    path("v1/openapi.json", SpectacularAPIView.as_view(), name="openapi"),
+    path("v1/docs", SpectacularRedocView.as_view(url_name="openapi"), name="api-docs"),
+    # Run routes come first: `threads/runs` must not be read as a thread id.
+    path("v1/", include("runs.urls")),
+    path("v1/", include("threads.urls")),
+    path("", include("runs.gateway.urls")),
+    path("", include("tambo_project.page_urls")),
+]

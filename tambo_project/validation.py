@@ -1,0 +1,60 @@
+"""Pydantic at the edge of a view: request bodies and query values in, 400 problems naming the field out."""
+from __future__ import annotations
+
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from tambo_project.problems import Problem, validation_error
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _field_path(loc: tuple) -> str:
+    parts = []
+    for part in loc:
+        if isinstance(part, int):
+            parts.append(f"[{part}]")
+        elif part.startswith(("function-", "literal[")) or part in {"str", "int", "float", "bool", "dict"}:
+            continue  # pydantic's names for union branches, not fields
+        else:
+            parts.append(("." if parts else "") + part)
+    return "".join(parts) or "body"
+
+
+def parse_body(model: type[M], data: object) -> M:
+    if not isinstance(data, dict):
+        raise validation_error("The request body must be a JSON object.", field="body")
+    try:
+        return model.model_validate(data, by_alias=True, by_name=True)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        field = _field_path(tuple(error["loc"]))
+        raise validation_error(f"{field}: {error['msg']}", field=field,
+                               errors=[{"field": _field_path(tuple(e["loc"])), "message": e["msg"]}
+                                       for e in exc.errors(include_url=False)[:20]]) from None
+
+
+def int_param(raw: str | None, *, name: str, default: int, low: int, high: int) -> int:
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise validation_error(f"{name} must be an integer.", field=name) from None
+    if not low <= value <= high:
+        raise validation_error(f"{name} must be between {low} and {high}.", field=name)
+    return value
+
+
+def choice_param(raw: str | None, *, name: str, default: str, choices: tuple[str, ...]) -> str:
+    if raw is None or raw == "":
+        return default
+    if raw not in choices:
+        raise validation_error(f"{name} must be one of {', '.join(choices)}.", field=name)
+    return raw
+
+
+def ensure(condition: bool, problem: Problem) -> None:
+    if not condition:
+        raise problem

@@ -1,0 +1,76 @@
+"""A real uvicorn server running the app in a subprocess, on the test database."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import requests
+from django.conf import settings
+
+ROOT = Path(__file__).resolve().parents[2]
+LOG_DIR = ROOT / "test-artifacts" / "server-logs"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def database_url() -> str:
+    """The URL of the database pytest-django set up (its test database), for the server process."""
+    db = settings.DATABASES["default"]
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{db['NAME']}"
+    return f"postgres://{db['USER']}:{db.get('PASSWORD') or ''}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+
+
+class LiveServer:
+    def __init__(self, name: str, extra_env: dict[str, str] | None = None):
+        self.name = name
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = {**os.environ, "DATABASE_URL": database_url(), "MODEL_PROVIDER": "offline",
+               "OFFLINE_MODEL_DELAY": "0.002", "RUN_WATCH_INTERVAL": "0.2", "LOG_LEVEL": "WARNING",
+               "PYTHONUNBUFFERED": "1"}
+        env.pop("OPENAI_API_KEY", None)
+        env.update(extra_env or {})
+        LOG_DIR.mkdir(parents=True, exist_ok=True)
+        self.log_path = LOG_DIR / f"{name}-{self.port}.log"
+        self._log = open(self.log_path, "wb")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "tambo_project.asgi:application", "--host", "127.0.0.1",
+             "--port", str(self.port), "--no-access-log", "--timeout-graceful-shutdown", "2"],
+            cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
+        )
+        self._wait()
+
+    def _wait(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"The server exited early; see {self.log_path}:\n{self.log_path.read_text()[-3000:]}")
+            try:
+                if requests.get(self.url + "/healthz", timeout=1).status_code == 200:
+                    return
+            except requests.RequestException:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"The server did not start in {timeout} s; see {self.log_path}")
+
+    def log_text(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self._log.close()

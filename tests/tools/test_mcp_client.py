@@ -1,0 +1,310 @@
+"""The MCP client against a real MCP server (tests/support/mcp_server.py) over stdio and HTTP.
+
+Starting the stdio server costs over a second (it imports the `mcp` package), so the stdio tests
+are few and run their calls concurrently; the HTTP server is started once for the module.
+"""
+
+import asyncio
+import base64
+import logging
+import os
+import socket
+import time
+from pathlib import Path
+
+import pytest
+from mcp.types import (
+    AudioContent,
+    BlobResourceContents,
+    CallToolResult,
+    EmbeddedResource,
+    ResourceLink,
+    TextContent,
+)
+
+from tests.support.mcp_fixtures import free_port, mcp_http_url, stdio_command
+from tools.mcp_client import (
+    McpClientError,
+    McpServerConfig,
+    McpToolCache,
+    call_tool,
+    content_blocks,
+    list_tools,
+)
+
+__all__ = ["mcp_http_url"]  # a fixture, used by name
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+TEST_SERVER_TOOLS = {"add", "echo", "image", "document", "fail", "hang", "env_var", "header"}
+
+
+def stdio_config(**overrides) -> McpServerConfig:
+    command, args = stdio_command()
+    return McpServerConfig(**{"name": "local", "transport": "stdio", "command": command, "args": args, **overrides})
+
+
+def http_config(url: str, **overrides) -> McpServerConfig:
+    return McpServerConfig(**{"name": "remote", "transport": "http", "url": url, **overrides})
+
+
+def text_of(result) -> str:
+    assert [block["type"] for block in result.content] == ["text"], result
+    return result.content[0]["text"]
+
+
+async def call_and_list_leftover_tasks(config, tool_name, arguments, *, timeout):
+    """Call a tool; return the result, the seconds it took and the tasks it left running."""
+    started = time.monotonic()
+    result = await call_tool(config, tool_name, arguments, timeout=timeout)
+    elapsed = time.monotonic() - started
+    await asyncio.sleep(0.05)
+    leftovers = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    return result, elapsed, leftovers
+
+
+def process_is_gone(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return True
+    return "\nState:\tZ" in status  # a zombie has exited; only its exit status is left
+
+
+# --- configuration -------------------------------------------------------------------------
+
+
+def test_config_needs_a_command_for_stdio_and_a_url_for_http():
+    with pytest.raises(ValueError, match="needs a command"):
+        McpServerConfig(name="s", transport="stdio")
+    with pytest.raises(ValueError, match="needs a url"):
+        McpServerConfig(name="s", transport="http")
+    with pytest.raises(ValueError, match="unknown transport"):
+        McpServerConfig(name="s", transport="sse", url="http://x")  # type: ignore[arg-type]
+
+
+def test_config_is_hashable_and_keeps_secrets_out_of_its_repr():
+    config = http_config("http://x/mcp", headers={"Authorization": "Bearer s3cret", "A": "1"})
+    same = http_config("http://x/mcp", headers=[("A", "1"), ("Authorization", "Bearer s3cret")])
+    assert config.headers == (("A", "1"), ("Authorization", "Bearer s3cret"))
+    assert config == same and hash(config) == hash(same)
+    assert "s3cret" not in repr(config)
+    assert "s3cret" not in repr(stdio_config(env={"TOKEN": "s3cret"}))
+
+
+# --- content mapping -------------------------------------------------------------------------
+
+
+def test_content_maps_to_tambo_blocks():
+    result = CallToolResult(
+        content=[
+            TextContent(type="text", text="hi"),
+            AudioContent(type="audio", data="AAAA", mime_type="audio/wav"),
+            EmbeddedResource(
+                type="resource",
+                resource=BlobResourceContents(uri="file:///a.bin", mime_type="application/octet-stream", blob="AQI="),
+            ),
+            ResourceLink(type="resource_link", uri="https://example.com/r", name="r", description="a link"),
+        ]
+    )
+    assert content_blocks(result) == [
+        {"type": "text", "text": "hi"},
+        {"type": "resource", "resource": {"mimeType": "audio/wav", "blob": "AAAA"}},
+        {
+            "type": "resource",
+            "resource": {"uri": "file:///a.bin", "mimeType": "application/octet-stream", "blob": "AQI="},
+        },
+        {"type": "resource", "resource": {"uri": "https://example.com/r", "name": "r", "description": "a link"}},
+    ]
+
+
+def test_structured_content_alone_is_shown_as_json_text():
+    result = CallToolResult(content=[], structured_content={"total": 3})
+    assert content_blocks(result) == [{"type": "text", "text": '{"total": 3}'}]
+
+
+# --- stdio ---------------------------------------------------------------------------------
+
+
+def test_it_lists_the_tools_of_a_stdio_server():
+    tools = asyncio.run(list_tools(stdio_config(), timeout=20))
+    by_name = {tool.name: tool for tool in tools}
+    assert set(by_name) == TEST_SERVER_TOOLS
+    assert by_name["add"].description == "Add two integers."
+    assert by_name["add"].input_schema["properties"].keys() == {"a", "b"}
+    assert by_name["add"].input_schema["required"] == ["a", "b"]
+
+
+def test_it_calls_tools_over_stdio():
+    config = stdio_config(env={"TAMBO_MCP_TEST": "from the config"})
+
+    async def calls():
+        return await asyncio.gather(
+            call_tool(config, "add", {"a": 2, "b": 3}, timeout=20),
+            call_tool(config, "env_var", {"name": "TAMBO_MCP_TEST"}, timeout=20),
+        )
+
+    added, env = asyncio.run(calls())
+    assert (text_of(added), added.is_error) == ("5", False)
+    assert text_of(env) == "from the config"
+
+
+def test_a_hung_stdio_server_is_killed_at_the_timeout(tmp_path):
+    pid_file = tmp_path / "hang.pid"
+    # The timeout covers the server's start-up (over a second), so leave room for the call to
+    # actually reach the hanging tool.
+    timeout = 4.0
+    result, elapsed, leftovers = asyncio.run(
+        call_and_list_leftover_tasks(stdio_config(), "hang", {"pid_file": str(pid_file)}, timeout=timeout)
+    )
+    assert result.is_error
+    assert text_of(result) == "The MCP server 'local' did not answer within 4 seconds."
+    assert elapsed < timeout + 3
+    assert pid_file.exists(), "the call never reached the server; is the machine very slow?"
+    assert process_is_gone(int(pid_file.read_text()))
+    assert leftovers == []
+
+
+def test_a_server_that_cannot_start_makes_list_tools_raise():
+    config = stdio_config(command="/nonexistent/mcp-server")
+    with pytest.raises(McpClientError, match="'local' could not be reached"):
+        asyncio.run(list_tools(config, timeout=5))
+    result = asyncio.run(call_tool(config, "add", {"a": 1, "b": 2}, timeout=5))
+    assert result.is_error and text_of(result) == "The MCP server 'local' could not be reached."
+
+
+def test_the_cache_returns_none_and_warns_once_per_interval_for_an_unreachable_server(caplog):
+    now = [1000.0]
+    cache = McpToolCache(failure_ttl=5.0, timeout=5.0, clock=lambda: now[0])
+    config = stdio_config(name="broken", command="/nonexistent/mcp-server")
+    caplog.set_level(logging.WARNING, logger="tools.mcp_client")
+
+    assert asyncio.run(cache.get(config)) is None
+    assert asyncio.run(cache.get(config)) is None
+    warnings = [r for r in caplog.records if "broken" in r.getMessage()]
+    assert len(warnings) == 1
+
+    now[0] += 6.0
+    assert asyncio.run(cache.get(config)) is None
+    assert len([r for r in caplog.records if "broken" in r.getMessage()]) == 2
+
+
+# --- streamable HTTP -------------------------------------------------------------------------
+
+
+def test_it_lists_the_tools_of_an_http_server(mcp_http_url):
+    tools = asyncio.run(list_tools(http_config(mcp_http_url), timeout=10))
+    assert {tool.name for tool in tools} == TEST_SERVER_TOOLS
+    assert next(t for t in tools if t.name == "echo").input_schema["required"] == ["text"]
+
+
+@pytest.mark.parametrize(
+    ("tool_name", "arguments", "content", "is_error"),
+    [
+        ("add", {"a": 40, "b": 2}, [{"type": "text", "text": "42"}], False),
+        ("echo", {"text": "héllo 😀"}, [{"type": "text", "text": "héllo 😀"}], False),
+        (
+            "document",
+            {},
+            [
+                {
+                    "type": "resource",
+                    "resource": {"uri": "memo://greeting", "mimeType": "text/plain", "text": "hello from a resource"},
+                }
+            ],
+            False,
+        ),
+        ("fail", {}, [{"type": "text", "text": "Error executing tool fail: this tool always fails"}], True),
+        ("no_such_tool", {}, [{"type": "text", "text": "Unknown tool: no_such_tool"}], True),
+    ],
+)
+def test_it_calls_tools_over_http(mcp_http_url, tool_name, arguments, content, is_error):
+    result = asyncio.run(call_tool(http_config(mcp_http_url), tool_name, arguments, timeout=10))
+    assert (result.content, result.is_error) == (content, is_error)
+
+
+def test_an_image_arrives_as_a_base64_resource_over_http(mcp_http_url):
+    result = asyncio.run(call_tool(http_config(mcp_http_url), "image", {}, timeout=10))
+    [block] = result.content
+    assert block["type"] == "resource" and block["resource"]["mimeType"] == "image/png"
+    assert base64.b64decode(block["resource"]["blob"]).startswith(PNG_SIGNATURE)
+
+
+def test_configured_headers_reach_the_http_server(mcp_http_url):
+    config = http_config(mcp_http_url, headers={"X-Test-Token": "t0ken"})
+    result = asyncio.run(call_tool(config, "header", {"name": "X-Test-Token"}, timeout=10))
+    assert text_of(result) == "t0ken"
+
+
+def test_a_hung_http_call_returns_at_the_timeout_without_leaving_tasks(mcp_http_url):
+    result, elapsed, leftovers = asyncio.run(
+        call_and_list_leftover_tasks(http_config(mcp_http_url), "hang", {}, timeout=1.5)
+    )
+    assert result.is_error
+    assert text_of(result) == "The MCP server 'remote' did not answer within 1.5 seconds."
+    assert 1.4 < elapsed < 3.5
+    assert leftovers == []
+
+
+def test_a_closed_port_makes_list_tools_raise_and_calls_fail_safely():
+    config = http_config(f"http://127.0.0.1:{free_port()}/mcp")
+    with pytest.raises(McpClientError, match="'remote' could not be reached"):
+        asyncio.run(list_tools(config, timeout=5))
+    result = asyncio.run(call_tool(config, "add", {"a": 1, "b": 2}, timeout=5))
+    # The model sees what failed, not the local exception text.
+    assert result.is_error and text_of(result) == "The MCP server 'remote' could not be reached."
+
+
+def test_the_cache_fetches_from_the_server(mcp_http_url):
+    tools = asyncio.run(McpToolCache().get(http_config(mcp_http_url)))
+    assert {tool.name for tool in tools} == TEST_SERVER_TOOLS
+
+
+def test_the_cache_keeps_a_tool_list_for_its_ttl(mcp_http_url, monkeypatch):
+    import tools.mcp_client as mcp_client
+
+    fetches = []
+    real_list_tools = mcp_client.list_tools
+
+    async def counting_list_tools(config, *, timeout):
+        fetches.append(config.name)
+        return await real_list_tools(config, timeout=timeout)
+
+    monkeypatch.setattr(mcp_client, "list_tools", counting_list_tools)
+    now = [1000.0]
+    cache = McpToolCache(ttl=30.0, clock=lambda: now[0])
+    config = http_config(mcp_http_url)
+
+    async def three_gets():
+        first = await cache.get(config)
+        now[0] += 29.0
+        second = await cache.get(config)  # within the TTL: no connection
+        now[0] += 2.0
+        third = await cache.get(config)  # expired: fetched again
+        return first, second, third
+
+    first, second, third = asyncio.run(three_gets())
+    assert first == second == third and len(first) == len(TEST_SERVER_TOOLS)
+    assert fetches == ["remote", "remote"]
+    # Each caller gets its own list: changing one does not change the cache.
+    first.clear()
+    assert len(asyncio.run(cache.get(config))) == len(TEST_SERVER_TOOLS)
+
+
+def test_the_timeout_also_bounds_a_server_that_never_answers():
+    # A TCP listener that accepts connections but never speaks HTTP.
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    try:
+        config = http_config(f"http://127.0.0.1:{listener.getsockname()[1]}/mcp")
+        started = time.monotonic()
+        with pytest.raises(McpClientError, match="did not answer within 1 seconds"):
+            asyncio.run(list_tools(config, timeout=1))
+        assert time.monotonic() - started < 3
+    finally:
+        listener.close()
+
+
+def test_the_stdio_helper_points_at_the_test_server():
+    command, args = stdio_command()
+    assert os.path.exists(command) and Path(args[0]).name == "mcp_server.py"

@@ -1,0 +1,106 @@
+"""Admin: inspect threads with their messages and runs; create API keys (shown once)."""
+import json
+
+from django.contrib import admin, messages
+from django.utils.html import format_html
+
+from runs.models import Run
+from threads.models import ApiKey, Message, Project, Thread
+
+
+def pretty_json(value) -> str:
+    return format_html("<pre style='white-space:pre-wrap;margin:0'>{}</pre>",
+                       json.dumps(value, indent=2, ensure_ascii=False))
+
+
+class MessageInline(admin.TabularInline):
+    model = Message
+    extra = 0
+    can_delete = False
+    ordering = ("created_at", "id")
+    fields = ("id", "role", "readable_content", "tool_call_id", "is_cancelled", "created_at")
+    readonly_fields = fields
+    show_change_link = True
+
+    @admin.display(description="content")
+    def readable_content(self, obj):
+        return pretty_json(obj.content)
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+class RunInline(admin.TabularInline):
+    model = Run
+    fk_name = "thread"
+    extra = 0
+    can_delete = False
+    fields = ("id", "status", "previous_run", "model", "error_code", "cancel_requested", "started_at", "finished_at")
+    readonly_fields = fields
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Thread)
+class ThreadAdmin(admin.ModelAdmin):
+    list_display = ("id", "name", "project", "user_key", "run_status", "created_at", "updated_at")
+    list_filter = ("run_status", "project")
+    search_fields = ("id", "user_key", "name")
+    readonly_fields = ("id", "run_status", "current_run_id", "lease_expires_at", "pending_tool_call_ids",
+                       "last_completed_run_id", "last_run_cancelled", "last_run_error", "created_at", "updated_at")
+    inlines = [MessageInline, RunInline]
+
+
+@admin.register(Message)
+class MessageAdmin(admin.ModelAdmin):
+    list_display = ("id", "thread", "role", "is_cancelled", "created_at")
+    list_filter = ("role", "is_cancelled")
+    search_fields = ("id", "thread__id", "tool_call_id")
+    readonly_fields = ("id", "thread", "run_id", "role", "readable_content", "readable_component_state",
+                       "tool_call_id", "parent_message", "is_cancelled", "metadata", "additional_context",
+                       "created_at")
+    exclude = ("content", "component_state")
+
+    @admin.display(description="content")
+    def readable_content(self, obj):
+        return pretty_json(obj.content)
+
+    @admin.display(description="component state")
+    def readable_component_state(self, obj):
+        return pretty_json(obj.component_state)
+
+
+class ApiKeyInline(admin.TabularInline):
+    model = ApiKey
+    extra = 0
+    fields = ("prefix", "name", "revoked", "created_at", "last_used_at")
+    readonly_fields = ("prefix", "created_at", "last_used_at")
+
+    def has_add_permission(self, request, obj=None):
+        return False  # keys are made through the API key admin, which shows the key once
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    list_display = ("name", "id", "created_at")
+    search_fields = ("name", "id")
+    filter_horizontal = ("members",)
+    inlines = [ApiKeyInline]
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):
+    list_display = ("prefix", "name", "project", "revoked", "created_at", "last_used_at")
+    list_filter = ("revoked", "project")
+    search_fields = ("prefix", "name")
+    fields = ("project", "name", "revoked", "prefix", "created_at", "last_used_at")
+    readonly_fields = ("prefix", "created_at", "last_used_at")
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            return super().save_model(request, obj, form, change)
+        key, raw = ApiKey.generate(obj.project, obj.name)
+        obj.pk, obj.prefix, obj.hashed_key = key.pk, key.prefix, key.hashed_key
+        messages.warning(request, f"The new API key is {raw} — copy it now, it is not shown again.")

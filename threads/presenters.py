@@ -1,0 +1,53 @@
+"""Rows → wire shapes (clientsdk.types), the only place that knows how a row looks on the wire."""
+from __future__ import annotations
+
+from clientsdk import types as wire
+from threads.models import Message, Thread
+
+
+def thread_to_wire(thread: Thread) -> wire.Thread:
+    return wire.Thread(
+        id=thread.id,
+        name=thread.name,
+        user_key=thread.user_key,
+        run_status=thread.run_status,
+        current_run_id=thread.current_run_id,
+        status_message=thread.status_message,
+        last_run_cancelled=thread.last_run_cancelled,
+        last_run_error=thread.last_run_error,
+        pending_tool_call_ids=thread.pending_tool_call_ids or None,
+        last_completed_run_id=thread.last_completed_run_id,
+        metadata=thread.metadata,
+        created_at=thread.created_at,
+        updated_at=thread.updated_at,
+    )
+
+
+def message_content(message: Message) -> list[dict]:
+    """Stored blocks with each component's current state filled in."""
+    blocks = []
+    for block in message.content:
+        if block.get("type") == "component":
+            block = {**block, "state": message.component_state.get(block["id"], block.get("state") or {})}
+        blocks.append(block)
+    return blocks
+
+
+def message_to_wire(message: Message) -> wire.Message:
+    # A stored tool result is shown as an assistant message whose only block is the tool_result
+    # (spec section 2): the wire has no `tool` role.
+    role = "assistant" if message.role == Message.Role.TOOL else message.role
+    return wire.Message(
+        id=message.id,
+        role=role,
+        content=message_content(message),
+        created_at=message.created_at,
+        metadata=message.metadata,
+        parent_message_id=message.parent_message_id,
+        is_cancelled=True if message.is_cancelled else None,
+    )
+
+
+def thread_with_messages_to_wire(thread: Thread, messages: list[Message]) -> wire.ThreadWithMessages:
+    base = thread_to_wire(thread)
+    return wire.ThreadWithMessages(**base.model_dump(), messages=[message_to_wire(m) for m in messages])

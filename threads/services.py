@@ -1,0 +1,114 @@
+"""Writes to threads and messages. Every entry point (REST, SSE runs, the page, the admin) calls these."""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from django.db import transaction
+from django.utils import timezone
+
+from clientsdk import types as wire
+from tambo_project.problems import Problem
+from threads.models import Message, Project, RunStatus, Thread
+
+
+def thread_create(
+    *,
+    project: Project,
+    user_key: str,
+    metadata: dict[str, Any] | None = None,
+    initial_messages: Iterable[wire.InitialMessage] = (),
+    name: str | None = None,
+) -> Thread:
+    with transaction.atomic():
+        thread = Thread.objects.create(project=project, user_key=user_key, metadata=metadata, name=name)
+        for initial in initial_messages:
+            message_create(thread=thread, role=initial.role,
+                           content=[b.wire() for b in initial.content], metadata=initial.metadata)
+    return thread
+
+
+def thread_update(*, thread: Thread, name: str | None = None, metadata: dict[str, Any] | None = None) -> Thread:
+    fields = ["updated_at"]
+    if name is not None:
+        thread.name = name
+        fields.append("name")
+    if metadata is not None:
+        thread.metadata = metadata
+        fields.append("metadata")
+    thread.updated_at = timezone.now()
+    thread.save(update_fields=fields)
+    return thread
+
+
+def thread_delete(*, thread: Thread) -> None:
+    """Deletes the thread with its messages and runs; 409 RUN_ACTIVE while a live run holds it.
+
+    Holds the thread's row lock for the check and the delete, so a run cannot start in between.
+    """
+    with transaction.atomic():
+        locked = Thread.objects.select_for_update().get(pk=thread.pk)
+        lease_alive = locked.lease_expires_at is not None and locked.lease_expires_at > timezone.now()
+        if locked.run_status != RunStatus.IDLE and lease_alive:
+            raise Problem(409, "RUN_ACTIVE", "The thread has an active run.", currentRunId=locked.current_run_id)
+        locked.delete()
+
+
+def message_create(
+    *,
+    thread: Thread,
+    role: str,
+    content: list[dict],
+    run_id: str | None = None,
+    tool_call_id: str | None = None,
+    parent_message_id: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    additional_context: Any = None,
+    is_cancelled: bool = False,
+    message_id: str | None = None,
+) -> Message:
+    kwargs = {"id": message_id} if message_id else {}
+    return Message.objects.create(
+        thread=thread, role=role, content=content, run_id=run_id, tool_call_id=tool_call_id,
+        parent_message_id=parent_message_id, metadata=metadata, additional_context=additional_context,
+        is_cancelled=is_cancelled, **kwargs,
+    )
+
+
+def component_state_set(*, thread: Thread, component_id: str, state: dict[str, Any] | None,
+                        patch: list[dict] | None) -> dict[str, Any]:
+    """Replaces (`state`) or patches (`patch`, RFC 6902) a component's state; returns the new state.
+
+    Holds the thread's row lock so the state cannot change under a run: 409 RUN_ACTIVE while one is
+    active. 404 COMPONENT_NOT_FOUND for an unknown component, 400 INVALID_JSON_PATCH when the patch
+    does not apply.
+    """
+    import jsonpatch
+
+    if (state is None) == (patch is None) or (patch is not None and not patch):
+        raise Problem(400, "VALIDATION_ERROR", "Send exactly one of state (an object) or patch (a non-empty array).",
+                      field="state")
+    with transaction.atomic():
+        locked = Thread.objects.select_for_update().get(pk=thread.pk)
+        lease_alive = locked.lease_expires_at is not None and locked.lease_expires_at > timezone.now()
+        if locked.run_status != RunStatus.IDLE and lease_alive:
+            raise Problem(409, "RUN_ACTIVE", "The thread has an active run.", currentRunId=locked.current_run_id)
+        message = _message_with_component(locked, component_id)
+        current = message.component_state.get(component_id, {})
+        if patch is not None:
+            try:
+                state = jsonpatch.apply_patch(current, patch)
+            except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError, KeyError, ValueError):
+                raise Problem(400, "INVALID_JSON_PATCH", "The patch does not apply to the component's state.") from None
+            if not isinstance(state, dict):
+                raise Problem(400, "INVALID_JSON_PATCH", "The patched state must be an object.")
+        message.component_state = {**message.component_state, component_id: state}
+        message.save(update_fields=["component_state"])
+        Thread.objects.filter(pk=locked.pk).update(updated_at=timezone.now())
+    return state
+
+
+def _message_with_component(thread: Thread, component_id: str) -> Message:
+    for message in thread.messages.filter(role=Message.Role.ASSISTANT).order_by("-created_at"):
+        if any(b.get("type") == "component" and b.get("id") == component_id for b in message.content):
+            return message
+    raise Problem(404, "COMPONENT_NOT_FOUND", f"Component {component_id} was not found.")

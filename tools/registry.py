@@ -1,0 +1,66 @@
+"""Built-in server tools: Python functions with a pydantic argument model.
+
+The argument model's JSON Schema is what the model sees; the arguments the model sends are
+validated against it before the function runs. A tool is offered to a project only when enabled
+for it (tools.models.ProjectTool, editable in the admin).
+
+Adding a tool:
+
+    class Args(BaseModel):
+        city: str = Field(description="City name")
+
+    @server_tool("weather", "Current weather for a city.")
+    def weather(args: Args) -> str:
+        ...
+
+Functions may be sync or async and return a string, any JSON value, or a list of content blocks.
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from pydantic import BaseModel
+
+
+@dataclass(frozen=True)
+class ServerTool:
+    name: str
+    description: str
+    args_model: type[BaseModel]
+    fn: Callable[[Any], Any]
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return self.args_model.model_json_schema()
+
+    @property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.fn)
+
+
+REGISTRY: dict[str, ServerTool] = {}
+
+
+def server_tool(name: str, description: str) -> Callable[[Callable], Callable]:
+    def register(fn: Callable) -> Callable:
+        params = list(inspect.signature(fn).parameters.values())
+        if len(params) != 1 or not issubclass(params[0].annotation, BaseModel):
+            raise TypeError(f"Server tool {name} must take one pydantic model argument")
+        REGISTRY[name] = ServerTool(name, description, params[0].annotation, fn)
+        return fn
+
+    return register
+
+
+def builtin_names() -> list[str]:
+    import tools.builtins  # noqa: F401 - registers the shipped tools
+
+    return sorted(REGISTRY)
+
+
+def get_tool(name: str) -> ServerTool | None:
+    import tools.builtins  # noqa: F401
+
+    return REGISTRY.get(name)
