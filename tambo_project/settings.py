@@ -112,6 +112,15 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # 3.1: the pydantic wire models' JSON Schema (const, anyOf with null) is valid there, not in 3.0.
+    "OAS_VERSION": "3.1.0",
+    # Path parameters as the spec names them: {threadId}, not {thread_id}.
+    "CAMELIZE_NAMES": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        # The async SSE run endpoints (not DRF views), the Problem schema and the error answers.
+        "tambo_project.openapi.postprocess_v1_schema",
+    ],
 }
 
 # --- Limits -------------------------------------------------------------------------------------

@@ -1,14 +1,18 @@
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView
+from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView
 
+# Registers the x-api-key scheme with drf-spectacular before any schema is generated.
+from tambo_project import openapi  # noqa: F401
 from tambo_project import views
 
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
-    path("v1/openapi.json", SpectacularAPIView.as_view(), name="openapi"),
-    path("v1/docs", SpectacularRedocView.as_view(url_name="openapi"), name="api-docs"),
+    # JSON whatever the Accept header says (the plain view would answer YAML).
+    path("v1/openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
+    path("v1/docs", SpectacularRedocView.as_view(url_name="openapi", template_name="api_docs.html"),
+         name="api-docs"),
     # Run routes come first: `threads/runs` must not be read as a thread id.
     path("v1/", include("runs.urls")),
     path("v1/", include("threads.urls")),
