@@ -80,6 +80,9 @@ class RunControl:
             try:
                 async for item in source:
                     queue.put_nowait(item)
+                    # A source that never waits (a cached or local model) would otherwise hold the
+                    # event loop until it ends, and nothing would reach the socket before that.
+                    await asyncio.sleep(0)
                 queue.put_nowait(_DONE)
             except asyncio.CancelledError:
                 raise

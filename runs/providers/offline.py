@@ -7,6 +7,7 @@ applied in this order to the last message of the conversation (documented in the
 a) the conversation ends with tool results → "Tool <name> returned: <result text>" for each;
 b) the user's text starts with `!fail` → fails like a provider 5xx (LLM_SERVER_ERROR);
    `!slow` → streams a long answer slowly (to try Stop/cancel);
+   `!stream N` → streams N one-word deltas with no delay (for benchmarks);
 c) the user's text contains the exact name of offered tools (a component's name for a component)
    → calls each of them, in order of appearance, with the first JSON object in the text as
    arguments (a component without one gets its schema's defaults/examples);
@@ -48,6 +49,12 @@ class OfflineProvider:
             words = " ".join(f"word{i}" for i in range(SLOW_WORDS))
             async for delta in self._text(f"(offline model) A slow answer: {words}.", self.slow_delay, size=6):
                 yield delta
+            return
+        bench = re.match(r"\s*!stream\s+(\d+)", text)
+        if bench:
+            for i in range(min(int(bench.group(1)), 100_000)):
+                yield TextDelta(f"w{i} ")
+            yield StepEnd("stop", _usage(request, int(bench.group(1))))
             return
         calls = [] if request.tool_choice == "none" else _named_tools(text, request.tools)
         if calls:

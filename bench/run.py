@@ -1,0 +1,114 @@
+"""Benchmark: time to first event and streamed events per second for a run, beside a bare baseline.
+
+    bin/bench [--deltas 200 2000] [--repeat 15]
+
+Starts the real app under uvicorn (SQLite in a temporary directory, the offline model's
+`!stream N` rule: N deltas with no delay) and the bare ASGI app of bench/baseline_app.py that
+writes the same bytes, then measures both from a client on loopback and prints a table of medians.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import requests
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start(app: str, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", app, "--port", str(port), "--no-access-log",
+                             "--log-level", "warning"], cwd=ROOT, env={**os.environ, **env})
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(300):
+        try:
+            if requests.get(url + "/healthz", timeout=1).ok:
+                return proc, url
+        except requests.RequestException:
+            time.sleep(0.05)
+    proc.kill()
+    raise SystemExit(f"{app} did not start")
+
+
+def measure(session: requests.Session, url: str, body: dict) -> tuple[float, float, int, list[str]]:
+    """(seconds to first event, seconds to last byte, events, raw frames)."""
+    began = time.perf_counter()
+    first = None
+    frames, buffer = [], b""
+    with session.post(url, json=body, stream=True, timeout=60) as response:
+        response.raise_for_status()
+        for chunk in response.iter_content(chunk_size=None):
+            if first is None:
+                first = time.perf_counter() - began
+            buffer += chunk
+            while b"\n\n" in buffer:
+                frame, buffer = buffer.split(b"\n\n", 1)
+                frames.append(frame.decode() + "\n\n")
+    return first or 0.0, time.perf_counter() - began, len(frames), frames
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--deltas", type=int, nargs="+", default=[200, 2000])
+    parser.add_argument("--repeat", type=int, default=15)
+    args = parser.parse_args()
+    workdir = Path(tempfile.mkdtemp(prefix="tambo-bench-"))
+    env = {"SQLITE_PATH": str(workdir / "db.sqlite3"), "MODEL_PROVIDER": "offline", "LOG_LEVEL": "WARNING"}
+    env.pop("DATABASE_URL", None)
+    os.environ.pop("DATABASE_URL", None)
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env={**os.environ, **env}, check=True)
+    key = subprocess.run([sys.executable, "manage.py", "createapikey", "--project", "bench"], cwd=ROOT,
+                         env={**os.environ, **env}, check=True, capture_output=True, text=True).stdout.split()[-1]
+    app, app_url = start("tambo_project.asgi:application", env)
+    rows = []
+    try:
+        session = requests.Session()
+        session.headers["x-api-key"] = key
+        for n in args.deltas:
+            body = {"userKey": "bench", "message": {"role": "user", "content": [{"type": "text", "text": f"!stream {n}"}]}}
+            measure(session, app_url + "/v1/threads/runs", body)  # warm-up
+            real = [measure(session, app_url + "/v1/threads/runs", body) for _ in range(args.repeat)]
+            frames_file = workdir / f"frames-{n}.json"
+            frames_file.write_text(json.dumps(real[-1][3]))
+            base_proc, base_url = start("bench.baseline_app:app", {"BENCH_FRAMES_FILE": str(frames_file)})
+            try:
+                bare = requests.Session()
+                measure(bare, base_url + "/run", body)
+                baseline = [measure(bare, base_url + "/run", body) for _ in range(args.repeat)]
+            finally:
+                base_proc.terminate()
+                base_proc.wait()
+            rows.append((n, real, baseline))
+    finally:
+        app.terminate()
+        app.wait()
+    print()
+    print(f"{'deltas':>7} {'events':>7} | {'first event ms':>15} {'baseline':>9} | "
+          f"{'events/s':>10} {'baseline':>10} {'ratio':>6}")
+    print("-" * 78)
+    for n, real, baseline in rows:
+        ttfe, base_ttfe = (statistics.median(r[0] for r in s) * 1000 for s in (real, baseline))
+        eps = statistics.median(r[2] / r[1] for r in real)
+        base_eps = statistics.median(r[2] / r[1] for r in baseline)
+        print(f"{n:>7} {real[-1][2]:>7} | {ttfe:>15.2f} {base_ttfe:>9.2f} | {eps:>10.0f} {base_eps:>10.0f} "
+              f"{eps / base_eps:>6.2f}")
+    print(f"\nmedians of {args.repeat} runs each; the app on SQLite with the offline model; loopback client.")
+
+
+if __name__ == "__main__":
+    main()
