@@ -25,6 +25,7 @@ valid JSON it stops at the first character it cannot use and returns what it had
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["parse_partial"]
@@ -42,15 +43,6 @@ _HEX_RE = re.compile(r"[0-9a-fA-F]{4}\Z")
 _LITERALS = {"true": True, "false": False, "null": None, "NaN": float("nan"), "Infinity": float("inf")}
 _NEGATIVE_INFINITY = "-Infinity"
 
-# Parser states: what the next significant character must be.
-_VALUE = 0  # any value
-_VALUE_OR_CLOSE = 1  # right after "[": a value or "]"
-_KEY_OR_CLOSE = 2  # right after "{": a key or "}"
-_KEY = 3  # after "," in an object
-_COLON = 4
-_AFTER_VALUE = 5  # "," or the closer of the enclosing container
-
-
 def parse_partial(text: str, *, complete: bool = False) -> Any | None:
     """Return the value that `text`, a prefix of a JSON document, already determines.
 
@@ -63,98 +55,111 @@ def parse_partial(text: str, *, complete: bool = False) -> Any | None:
         return None
 
 
+class _Document:
+    """The value being built: the root and the open containers, innermost last."""
+
+    def __init__(self) -> None:
+        self.root: Any = _MISSING
+        self.stack: list[dict[str, Any] | list[Any]] = []
+        # The key waiting for its value in the innermost object. It is consumed as soon as the
+        # value is attached, so one variable serves every level.
+        self.key = ""
+
+    def attach(self, value: Any) -> None:
+        if not self.stack:
+            self.root = value
+        elif isinstance(self.stack[-1], list):
+            self.stack[-1].append(value)
+        else:
+            self.stack[-1][self.key] = value
+
+    def open(self, container: dict[str, Any] | list[Any]) -> None:
+        self.attach(container)
+        self.stack.append(container)
+
+    def in_list(self) -> bool:
+        return isinstance(self.stack[-1], list)
+
+
+# The parser is a loop over states, one function each. Given the next significant character at
+# text[i], a step consumes a token and returns (next index, next step), or None as the next step
+# to stop: the text ended inside a token, or it is not valid JSON.
+_Step = Callable[[_Document, str, int, bool], "tuple[int, _Step | None]"]
+
+
 def _parse(text: str, complete: bool) -> Any | None:
+    doc = _Document()
     n = len(text)
     i = 0
-    root: Any = _MISSING
-    # Open containers, innermost last. `key` is the key waiting for its value in the innermost
-    # object; it is consumed as soon as the value is attached, so one variable is enough.
-    stack: list[dict[str, Any] | list[Any]] = []
-    key = ""
-    state = _VALUE
-
-    def attach(value: Any) -> None:
-        nonlocal root
-        if not stack:
-            root = value
-        elif isinstance(stack[-1], list):
-            stack[-1].append(value)
-        else:
-            stack[-1][key] = value
-
-    while True:
+    step: _Step | None = _step_value
+    while step is not None:
         while i < n and text[i] in _WHITESPACE:
             i += 1
         if i >= n:
             break
-        c = text[i]
+        i, step = step(doc, text, i, complete)
+    return None if doc.root is _MISSING else doc.root
 
-        if state == _VALUE_OR_CLOSE:
-            if c == "]":
-                stack.pop()
-                i += 1
-                state = _AFTER_VALUE
-                continue
-            state = _VALUE
-        elif state == _KEY_OR_CLOSE:
-            if c == "}":
-                stack.pop()
-                i += 1
-                state = _AFTER_VALUE
-                continue
-            state = _KEY
 
-        if state == _VALUE:
-            if c == "{":
-                container: dict[str, Any] | list[Any] = {}
-                attach(container)
-                stack.append(container)
-                i += 1
-                state = _KEY_OR_CLOSE
-            elif c == "[":
-                container = []
-                attach(container)
-                stack.append(container)
-                i += 1
-                state = _VALUE_OR_CLOSE
-            elif c == '"':
-                value, i, finished = _scan_string(text, i)
-                attach(value)
-                if not finished:
-                    break
-                state = _AFTER_VALUE
-            else:
-                value, i = _scan_scalar(text, i, complete)
-                if value is _MISSING:
-                    break
-                attach(value)
-                state = _AFTER_VALUE
-        elif state == _KEY:
-            if c != '"':
-                break
-            value, i, finished = _scan_string(text, i)
-            if not finished:
-                break  # a partial key is dropped: we cannot know which key it will be
-            key = value
-            state = _COLON
-        elif state == _COLON:
-            if c != ":":
-                break
-            i += 1
-            state = _VALUE
-        else:  # _AFTER_VALUE
-            if not stack:
-                break  # the document is complete; ignore whatever follows
-            if c == ",":
-                i += 1
-                state = _VALUE if isinstance(stack[-1], list) else _KEY
-            elif c == ("]" if isinstance(stack[-1], list) else "}"):
-                stack.pop()
-                i += 1
-            else:
-                break
+def _step_value(doc: _Document, text: str, i: int, complete: bool) -> tuple[int, _Step | None]:
+    c = text[i]
+    if c == "{":
+        doc.open({})
+        return i + 1, _step_key_or_close
+    if c == "[":
+        doc.open([])
+        return i + 1, _step_value_or_close
+    if c == '"':
+        value, i, finished = _scan_string(text, i)
+        doc.attach(value)  # a partial string is certain as far as it goes
+        return i, _step_after_value if finished else None
+    value, i = _scan_scalar(text, i, complete)
+    if value is _MISSING:
+        return i, None
+    doc.attach(value)
+    return i, _step_after_value
 
-    return None if root is _MISSING else root
+
+def _step_value_or_close(doc: _Document, text: str, i: int, complete: bool) -> tuple[int, _Step | None]:
+    if text[i] == "]":
+        doc.stack.pop()
+        return i + 1, _step_after_value
+    return _step_value(doc, text, i, complete)
+
+
+def _step_key_or_close(doc: _Document, text: str, i: int, complete: bool) -> tuple[int, _Step | None]:
+    if text[i] == "}":
+        doc.stack.pop()
+        return i + 1, _step_after_value
+    return _step_key(doc, text, i, complete)
+
+
+def _step_key(doc: _Document, text: str, i: int, complete: bool) -> tuple[int, _Step | None]:
+    if text[i] != '"':
+        return i, None
+    key, i, finished = _scan_string(text, i)
+    if not finished:
+        return i, None  # a partial key is dropped: we cannot know which key it will be
+    doc.key = key
+    return i, _step_colon
+
+
+def _step_colon(doc: _Document, text: str, i: int, complete: bool) -> tuple[int, _Step | None]:
+    if text[i] != ":":
+        return i, None
+    return i + 1, _step_value
+
+
+def _step_after_value(doc: _Document, text: str, i: int, complete: bool) -> tuple[int, _Step | None]:
+    if not doc.stack:
+        return i, None  # the document is complete; ignore whatever follows
+    c = text[i]
+    if c == ",":
+        return i + 1, _step_value if doc.in_list() else _step_key
+    if c == ("]" if doc.in_list() else "}"):
+        doc.stack.pop()
+        return i + 1, _step_after_value
+    return i, None
 
 
 def _scan_scalar(text: str, i: int, complete: bool) -> tuple[Any, int]:

@@ -89,9 +89,9 @@ class PropsStream:
         return final, self._advance(final)
 
     def _advance(self, new: dict[str, Any]) -> list[dict[str, Any]]:
+        # `new` is a fresh parse that nobody else holds (or, after finish(), no diff follows), and
+        # make_patch copies the values it puts into operations: what the caller does with the
+        # operations cannot change what the next diff starts from.
         operations: list[dict[str, Any]] = jsonpatch.make_patch(self._props, new).patch
-        if operations:
-            # A private copy, so that neither the caller's value nor the operations (which may
-            # share objects with it) can alter what the next diff starts from.
-            self._props = copy.deepcopy(new)
+        self._props = new
         return operations

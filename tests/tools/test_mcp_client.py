@@ -125,25 +125,23 @@ def test_structured_content_alone_is_shown_as_json_text():
 # --- stdio ---------------------------------------------------------------------------------
 
 
-def test_it_lists_the_tools_of_a_stdio_server():
-    tools = asyncio.run(list_tools(stdio_config(), timeout=20))
+def test_it_lists_and_calls_tools_over_stdio():
+    config = stdio_config(env={"TAMBO_MCP_TEST": "from the config"})
+
+    async def sessions():
+        # Each runs its own server process; concurrently, to keep the test short.
+        return await asyncio.gather(
+            list_tools(config, timeout=20),
+            call_tool(config, "add", {"a": 2, "b": 3}, timeout=20),
+            call_tool(config, "env_var", {"name": "TAMBO_MCP_TEST"}, timeout=20),
+        )
+
+    tools, added, env = asyncio.run(sessions())
     by_name = {tool.name: tool for tool in tools}
     assert set(by_name) == TEST_SERVER_TOOLS
     assert by_name["add"].description == "Add two integers."
     assert by_name["add"].input_schema["properties"].keys() == {"a", "b"}
     assert by_name["add"].input_schema["required"] == ["a", "b"]
-
-
-def test_it_calls_tools_over_stdio():
-    config = stdio_config(env={"TAMBO_MCP_TEST": "from the config"})
-
-    async def calls():
-        return await asyncio.gather(
-            call_tool(config, "add", {"a": 2, "b": 3}, timeout=20),
-            call_tool(config, "env_var", {"name": "TAMBO_MCP_TEST"}, timeout=20),
-        )
-
-    added, env = asyncio.run(calls())
     assert (text_of(added), added.is_error) == ("5", False)
     assert text_of(env) == "from the config"
 
