@@ -18,6 +18,7 @@ Functions may be sync or async and return a string, any JSON value, or a list of
 from __future__ import annotations
 
 import inspect
+import typing
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -46,9 +47,11 @@ REGISTRY: dict[str, ServerTool] = {}
 def server_tool(name: str, description: str) -> Callable[[Callable], Callable]:
     def register(fn: Callable) -> Callable:
         params = list(inspect.signature(fn).parameters.values())
-        if len(params) != 1 or not issubclass(params[0].annotation, BaseModel):
+        # Resolve string annotations (modules using `from __future__ import annotations`).
+        annotation = typing.get_type_hints(fn).get(params[0].name) if len(params) == 1 else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
             raise TypeError(f"Server tool {name} must take one pydantic model argument")
-        REGISTRY[name] = ServerTool(name, description, params[0].annotation, fn)
+        REGISTRY[name] = ServerTool(name, description, annotation, fn)
         return fn
 
     return register
