@@ -1,0 +1,400 @@
+#!/usr/bin/env node
+// Drives this server with the official `@tambo-ai/client` (1.1.x) and `@tambo-ai/typescript-sdk` (0.96.x),
+// exactly as an application would, and checks that what the client sees is right.
+//
+//   TAMBO_URL=http://127.0.0.1:8000 TAMBO_API_KEY=tk_... [TAMBO_USER_KEY=alice] node run.mjs [scenario ...]
+//
+// With no scenario names it runs them all. For each scenario it prints one JSON line
+// `{"scenario": name, "ok": true|false, ...facts | "error": message}` and exits 1 if any failed.
+//
+// Where the official client cannot be used as is, this script says why:
+// - `TamboClient.fetchThread`, `updateThreadName` and the DELETE half of `cancelRun` send no `userKey`
+//   (the client relies on a bearer token there). The server refuses requests without an end-user
+//   identity by design (spec section 1), so threads are fetched and renamed through the SDK with
+//   `userKey`, and a run is cancelled by aborting its stream (which `cancelRun` does first).
+// - The client has no method for component state; the update goes through the SDK instance the client
+//   itself holds (`client.getSdkClient().threads.state.updateState`) with `userKey`.
+import assert from "node:assert/strict";
+import { TamboClient, createInitialState, streamReducer } from "@tambo-ai/client";
+import TamboAI from "@tambo-ai/typescript-sdk";
+import { z } from "zod";
+
+const BASE_URL = process.env.TAMBO_URL;
+const API_KEY = process.env.TAMBO_API_KEY;
+const USER_KEY = process.env.TAMBO_USER_KEY || "compat-user";
+const SCENARIO_TIMEOUT_MS = Number(process.env.COMPAT_SCENARIO_TIMEOUT_MS || 30000);
+
+if (!BASE_URL || !API_KEY) {
+  console.error("Set TAMBO_URL (the server's base URL) and TAMBO_API_KEY (a project API key).");
+  process.exit(2);
+}
+
+function newClient() {
+  return new TamboClient({ apiKey: API_KEY, tamboUrl: BASE_URL, userKey: USER_KEY });
+}
+
+function newSdk() {
+  return new TamboAI({ apiKey: API_KEY, baseURL: BASE_URL, maxRetries: 0, timeout: 20000 });
+}
+
+function textOf(message) {
+  return message.content.filter((c) => c.type === "text").map((c) => c.text).join("");
+}
+
+/** Drains a TamboStream, collecting the event types, and returns {events, thread}. */
+async function drain(stream, onEvent) {
+  const events = [];
+  for await (const { event, snapshot } of stream) {
+    events.push(event);
+    if (onEvent) await onEvent(event, snapshot);
+  }
+  return events;
+}
+
+/** Polls `read` until `done(value)` holds (bounded: 10 s), returning the last value. */
+async function pollUntil(read, done, what) {
+  const deadline = Date.now() + 10000;
+  let value;
+  for (;;) {
+    value = await read();
+    if (done(value)) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last seen ${JSON.stringify(value)}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** Asserts that an official-client call is refused for want of a userKey (400 VALIDATION_ERROR). */
+async function assertRefusedWithoutUserKey(promise, what) {
+  let error;
+  try {
+    await promise;
+  } catch (caught) {
+    error = caught;
+  }
+  assert.ok(error, `${what} without a userKey should be refused`);
+  assert.equal(error.status, 400, `${what}: expected status 400, got ${error.status} (${error.message})`);
+  assert.equal(error.error?.code, "VALIDATION_ERROR", `${what}: expected VALIDATION_ERROR, got ${JSON.stringify(error.error)}`);
+}
+
+const weatherTool = (calls) => ({
+  name: "lookup_weather",
+  description: "Looks up the weather for a city.",
+  tool: async ({ city }) => {
+    calls.push({ city });
+    return { city, forecast: "sunny", highC: 21 };
+  },
+  inputSchema: z.object({ city: z.string().describe("The city") }),
+  outputSchema: z.object({ city: z.string(), forecast: z.string(), highC: z.number() }),
+});
+
+const WEATHER_CARD = {
+  name: "WeatherCard",
+  description: "Shows the weather of one city.",
+  component: null, // no UI under Node: only the registration matters to the server
+  props: {
+    type: "object",
+    properties: {
+      city: { type: "string" },
+      tempC: { type: "number" },
+      tags: { type: "array", items: { type: "string" } },
+    },
+    required: ["city", "tempC"],
+  },
+};
+
+const scenarios = {
+  /** A text run on a new thread: the client's snapshot holds the user's and the assistant's messages. */
+  async text_run() {
+    const client = newClient();
+    const stream = client.run("Hello from the official client");
+    const events = await drain(stream);
+    const thread = await stream.thread;
+    const types = events.map((e) => e.type);
+    assert.equal(types[0], "RUN_STARTED");
+    assert.equal(types.at(-1), "RUN_FINISHED");
+    assert.ok(types.includes("TEXT_MESSAGE_CONTENT"), `no text in ${types}`);
+    assert.ok(thread.id.startsWith("thr_"), `thread id ${thread.id}`);
+    assert.equal(thread.status, "idle");
+    assert.equal(thread.messages.length, 2, JSON.stringify(thread.messages));
+    const [user, assistant] = thread.messages;
+    assert.equal(user.role, "user");
+    assert.equal(textOf(user), "Hello from the official client");
+    assert.equal(assistant.role, "assistant");
+    assert.ok(assistant.id.startsWith("msg_"), `assistant message id ${assistant.id}`);
+    assert.ok(textOf(assistant).startsWith("(offline model) You said: Hello from the official client"), textOf(assistant));
+    const runId = events[0].runId;
+    assert.equal(client.getState().threadMap[thread.id].lastCompletedRunId, runId);
+
+    // A second run on the same thread: the client sends previousRunId itself.
+    const second = client.run("And a second message", { threadId: thread.id });
+    const secondEvents = await drain(second);
+    const after = await second.thread;
+    assert.equal(secondEvents.at(-1).type, "RUN_FINISHED");
+    assert.equal(after.messages.length, 4);
+    assert.ok(textOf(after.messages[3]).includes("You said: And a second message"), textOf(after.messages[3]));
+    return {
+      threadId: thread.id,
+      runId,
+      assistantMessageId: assistant.id,
+      assistantText: textOf(assistant),
+      secondRunId: secondEvents[0].runId,
+      messageCount: after.messages.length,
+    };
+  },
+
+  /** A client tool registered with registerTool: the model calls it, the client runs it and continues. */
+  async client_tool() {
+    const client = newClient();
+    const calls = [];
+    client.registerTool(weatherTool(calls));
+    const stream = client.run('What is the weather? Use lookup_weather with {"city": "Paris"}');
+    const events = await drain(stream);
+    const thread = await stream.thread;
+    const types = events.map((e) => e.type);
+    assert.deepEqual(calls, [{ city: "Paris" }], "the client should have run the tool once with the model's arguments");
+    const awaiting = events.find((e) => e.type === "CUSTOM" && e.name === "tambo.run.awaiting_input");
+    assert.ok(awaiting, `no awaiting_input in ${types}`);
+    const pending = awaiting.value.pendingToolCalls;
+    assert.equal(pending.length, 1);
+    assert.equal(pending[0].toolName, "lookup_weather");
+    assert.deepEqual(JSON.parse(pending[0].arguments), { city: "Paris" });
+    const runStarts = events.filter((e) => e.type === "RUN_STARTED");
+    assert.equal(runStarts.length, 2, "the continuation should be a second run on the same stream");
+    assert.equal(runStarts[1].threadId, runStarts[0].threadId);
+    assert.equal(types.at(-1), "RUN_FINISHED");
+    assert.equal(thread.status, "idle");
+    const toolUse = thread.messages.flatMap((m) => m.content).find((c) => c.type === "tool_use");
+    assert.ok(toolUse, "the snapshot should hold the model's tool_use");
+    assert.equal(toolUse.name, "lookup_weather");
+    assert.deepEqual(toolUse.input, { city: "Paris" });
+    assert.equal(toolUse.id, pending[0].toolCallId);
+    const finalText = textOf(thread.messages.at(-1));
+    assert.equal(finalText, 'Tool lookup_weather returned: {"city":"Paris","forecast":"sunny","highC":21}');
+    return {
+      threadId: thread.id,
+      toolCallId: pending[0].toolCallId,
+      firstRunId: runStarts[0].runId,
+      continuationRunId: runStarts[1].runId,
+      finalText,
+    };
+  },
+
+  /**
+   * A server tool (the project must have the built-in `calculate` enabled): the server runs it inside the
+   * run and streams TOOL_CALL_RESULT, whose messageId must be a message the client already holds.
+   */
+  async server_tool() {
+    const client = newClient();
+    const stream = client.run('Please calculate {"expression": "6 * 7"}');
+    const events = await drain(stream);
+    const thread = await stream.thread;
+    const types = events.map((e) => e.type);
+    assert.deepEqual(
+      types.filter((t) => t.startsWith("TOOL_CALL_")).filter((t, i, all) => all.indexOf(t) === i),
+      ["TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT"],
+    );
+    assert.ok(!events.some((e) => e.type === "CUSTOM" && e.name === "tambo.run.awaiting_input"), "no client turn");
+    assert.equal(events.filter((e) => e.type === "RUN_STARTED").length, 1, "one run");
+    assert.equal(types.at(-1), "RUN_FINISHED");
+    const result = events.find((e) => e.type === "TOOL_CALL_RESULT");
+    const start = events.find((e) => e.type === "TOOL_CALL_START");
+    assert.equal(result.toolCallId, start.toolCallId);
+    assert.equal(result.messageId, start.parentMessageId);
+    const holder = thread.messages.find((m) => m.id === result.messageId);
+    assert.ok(holder, "the tool call's message is in the snapshot");
+    const useBlock = holder.content.find((c) => c.type === "tool_use");
+    assert.equal(useBlock.name, "calculate");
+    assert.deepEqual(useBlock.input, { expression: "6 * 7" });
+    const resultBlock = holder.content.find((c) => c.type === "tool_result");
+    assert.deepEqual(resultBlock.content, [{ type: "text", text: "42" }]);
+    const finalText = textOf(thread.messages.at(-1));
+    assert.equal(finalText, "Tool calculate returned: 42");
+    return { threadId: thread.id, toolCallId: result.toolCallId, finalText };
+  },
+
+  /** listThreads sends the userKey and sees the threads this user made, newest first. */
+  async list_threads() {
+    const client = newClient();
+    const first = await client.run("first thread").thread;
+    const second = await client.run("second thread").thread;
+    const listed = await client.listThreads();
+    const ids = listed.map((t) => t.id);
+    assert.ok(ids.includes(first.id) && ids.includes(second.id), `listed ${ids}`);
+    assert.ok(ids.indexOf(second.id) < ids.indexOf(first.id), "newest first");
+    for (const t of listed) {
+      assert.equal(typeof t.createdAt, "string");
+      assert.equal(typeof t.updatedAt, "string");
+    }
+    // Another end user does not see them.
+    const stranger = new TamboClient({ apiKey: API_KEY, tamboUrl: BASE_URL, userKey: `${USER_KEY}-stranger` });
+    const theirs = (await stranger.listThreads()).map((t) => t.id);
+    assert.ok(!theirs.includes(first.id) && !theirs.includes(second.id), `a stranger listed ${theirs}`);
+    return { threadIds: [first.id, second.id], listedIds: ids };
+  },
+
+  /** Fetching and renaming a thread: through the SDK with userKey (the client's own calls carry none). */
+  async fetch_thread() {
+    const client = newClient();
+    const made = await client.run("a thread to fetch").thread;
+    const sdk = newSdk();
+    const fetched = await sdk.threads.retrieve(made.id, { userKey: USER_KEY });
+    assert.equal(fetched.id, made.id);
+    assert.equal(fetched.runStatus, "idle");
+    assert.ok(fetched.lastCompletedRunId, "lastCompletedRunId");
+    assert.deepEqual(fetched.messages.map((m) => m.role), ["user", "assistant"]);
+    assert.deepEqual(fetched.messages[0].content, [{ type: "text", text: "a thread to fetch" }]);
+    // The stored assistant message is the one the client streamed (same id, same text).
+    assert.equal(fetched.messages[1].id, made.messages[1].id);
+    assert.equal(textOf(fetched.messages[1]), textOf(made.messages[1]));
+
+    const renamed = await sdk.threads.update(made.id, { userKey: USER_KEY, name: "Renamed by the SDK" });
+    assert.equal(renamed.name, "Renamed by the SDK");
+    const page = await sdk.threads.messages.list(made.id, { userKey: USER_KEY });
+    assert.equal(page.messages.length, 2);
+
+    // What the SDK returns loads into the official client's state as `fetchThread` would load it.
+    let state = streamReducer(createInitialState(), { type: "INIT_THREAD", threadId: made.id });
+    state = streamReducer(state, {
+      type: "LOAD_THREAD_MESSAGES",
+      threadId: made.id,
+      messages: fetched.messages.map((m) => ({ ...m, threadId: made.id })),
+    });
+    assert.equal(state.threadMap[made.id].thread.messages.length, 2);
+
+    // The client's own fetchThread / updateThreadName send no userKey: refused by design (spec section 1).
+    await assertRefusedWithoutUserKey(client.fetchThread(made.id), "TamboClient.fetchThread");
+    await assertRefusedWithoutUserKey(client.updateThreadName(made.id, "nope"), "TamboClient.updateThreadName");
+    return { threadId: made.id, name: renamed.name, lastCompletedRunId: fetched.lastCompletedRunId };
+  },
+
+  /** TamboClient.cancelRun during a slow answer: the stream is aborted and the server cancels the run. */
+  async cancel_run() {
+    const client = newClient();
+    const made = await client.run("a thread whose next run is cancelled").thread;
+    const stream = client.run("!slow please", { threadId: made.id });
+    let runId;
+    let cancelled = false;
+    const events = await drain(stream, async (event) => {
+      if (event.type === "RUN_STARTED") runId = event.runId;
+      if (event.type === "TEXT_MESSAGE_CONTENT" && !cancelled) {
+        cancelled = true;
+        // Aborts the stream, then tries DELETE …/runs/{runId} without a userKey (refused; best effort).
+        await client.cancelRun(made.id);
+      }
+    });
+    assert.ok(cancelled, `never saw text: ${events.map((e) => e.type)}`);
+    await assert.rejects(stream.thread, (error) => error.name === "AbortError");
+    const local = client.getThread(made.id);
+    assert.equal(local.status, "idle");
+    return { threadId: made.id, runId, ...(await checkCancelledOnServer(made.id, local.messages.at(-1))) };
+  },
+
+  /** An AbortSignal passed to run() on a new thread cancels the run the same way. */
+  async abort_signal() {
+    const client = newClient();
+    const controller = new AbortController();
+    const stream = client.run("!slow and then stop", { signal: controller.signal });
+    let threadId;
+    let runId;
+    await drain(stream, (event) => {
+      if (event.type === "RUN_STARTED") ({ threadId, runId } = event);
+      if (event.type === "TEXT_MESSAGE_CONTENT") controller.abort();
+    });
+    await assert.rejects(stream.thread, (error) => error.name === "AbortError");
+    assert.ok(threadId, "RUN_STARTED carried the thread id");
+    const local = client.getThread(threadId);
+    assert.equal(local.status, "idle");
+    return { threadId, runId, ...(await checkCancelledOnServer(threadId, local.messages.at(-1))) };
+  },
+
+  /** A registered component is rendered with the model's props, and its state is stored. */
+  async component() {
+    const client = newClient();
+    client.registerComponent(WEATHER_CARD.name, WEATHER_CARD);
+    const stream = client.run('Show a WeatherCard {"city": "Oslo", "tempC": -3, "tags": ["cold", "clear"]}');
+    const events = await drain(stream);
+    const thread = await stream.thread;
+    const names = events.filter((e) => e.type === "CUSTOM").map((e) => e.name);
+    assert.ok(names.includes("tambo.component.start") && names.includes("tambo.component.end"), `${names}`);
+    assert.ok(names.includes("tambo.component.props_delta"), `${names}`);
+    const components = thread.messages.flatMap((m) => m.content).filter((c) => c.type === "component");
+    assert.equal(components.length, 1, JSON.stringify(thread.messages));
+    const [card] = components;
+    assert.equal(card.name, "WeatherCard");
+    assert.ok(card.id.startsWith("comp_"), card.id);
+    assert.deepEqual(card.props, { city: "Oslo", tempC: -3, tags: ["cold", "clear"] });
+    assert.equal(card.streamingState, "done");
+    assert.equal(thread.status, "idle");
+    assert.equal(events.at(-1).type, "RUN_FINISHED");
+
+    // Component state through the SDK instance the client holds (the client has no method of its own).
+    const sdk = client.getSdkClient();
+    const full = await sdk.threads.state.updateState(card.id, {
+      threadId: thread.id, userKey: USER_KEY, state: { expanded: true, unit: "C" },
+    });
+    assert.deepEqual(full.state, { expanded: true, unit: "C" });
+    const patched = await sdk.threads.state.updateState(card.id, {
+      threadId: thread.id, userKey: USER_KEY,
+      patch: [{ op: "replace", path: "/unit", value: "F" }, { op: "add", path: "/pinned", value: 1 }],
+    });
+    assert.deepEqual(patched.state, { expanded: true, unit: "F", pinned: 1 });
+    const fetched = await newSdk().threads.retrieve(thread.id, { userKey: USER_KEY });
+    const stored = fetched.messages.flatMap((m) => m.content).find((c) => c.type === "component");
+    assert.equal(stored.id, card.id);
+    assert.deepEqual(stored.props, card.props);
+    assert.deepEqual(stored.state, { expanded: true, unit: "F", pinned: 1 });
+    return { threadId: thread.id, componentId: card.id, props: card.props, state: stored.state };
+  },
+};
+
+/** Via the SDK: the thread is idle, lastRunCancelled, and ends with the partial answer the client was shown. */
+async function checkCancelledOnServer(threadId, seen) {
+  const sdk = newSdk();
+  const thread = await pollUntil(
+    () => sdk.threads.retrieve(threadId, { userKey: USER_KEY }),
+    (t) => t.runStatus === "idle" && t.lastRunCancelled === true,
+    "the thread to be idle with lastRunCancelled",
+  );
+  const last = thread.messages.at(-1);
+  assert.equal(last.role, "assistant");
+  assert.equal(last.isCancelled, true, `last message ${JSON.stringify(last)}`);
+  // The partial message the client was streaming is the one stored, holding at least what it was shown.
+  assert.equal(seen.role, "assistant");
+  assert.equal(last.id, seen.id);
+  assert.ok(textOf(seen).length > 0, "the client was shown some text before cancelling");
+  assert.ok(textOf(last).startsWith(textOf(seen)), `stored ${JSON.stringify(textOf(last))}, shown ${JSON.stringify(textOf(seen))}`);
+  assert.ok(!textOf(last).endsWith("word199."), "the whole slow answer was stored: the run was not stopped");
+  return { serverRunStatus: thread.runStatus, partialMessageId: last.id, partialText: textOf(last) };
+}
+
+function withTimeout(promise, ms, name) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`scenario ${name} took longer than ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+async function main() {
+  const wanted = process.argv.slice(2);
+  const unknown = wanted.filter((name) => !(name in scenarios));
+  if (unknown.length) {
+    console.error(`Unknown scenario(s): ${unknown.join(", ")}. Known: ${Object.keys(scenarios).join(", ")}`);
+    process.exit(2);
+  }
+  let failed = 0;
+  for (const name of wanted.length ? wanted : Object.keys(scenarios)) {
+    try {
+      const facts = await withTimeout(scenarios[name](), SCENARIO_TIMEOUT_MS, name);
+      console.log(JSON.stringify({ scenario: name, ok: true, ...facts }));
+    } catch (error) {
+      failed += 1;
+      const detail = error?.stack || String(error);
+      console.log(JSON.stringify({ scenario: name, ok: false, error: String(error?.message ?? error), detail }));
+      console.error(`scenario ${name} FAILED: ${detail}`);
+    }
+  }
+  process.exit(failed ? 1 : 0);
+}
+
+await main();
