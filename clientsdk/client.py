@@ -249,12 +249,18 @@ class Client:
         headers: dict[str, str] | None = None,
         prefix: str = "",
         timeout: float = 30.0,
+        mode: str = "auto",
     ) -> MCPConnection:
         """Connect to a local MCP server (stdio `command` or streamable HTTP `url`) and register
-        each of its tools as a client tool named `prefix + tool name`. Needs the `mcp` package."""
+        each of its tools as a client tool named `prefix + tool name`. Needs the `mcp` package.
+
+        `mode` is the `mcp` client's protocol negotiation ("auto", or "legacy" for servers that
+        only speak the initialize handshake, which connects faster to them). `close()` the client,
+        or the returned connection, to stop a stdio server."""
         from .mcp import MCPConnection
 
-        connection = MCPConnection.open(command=command, args=args, env=env, url=url, headers=headers, timeout=timeout)
+        connection = MCPConnection.open(command=command, args=args, env=env, url=url, headers=headers,
+                                          timeout=timeout, mode=mode)
         try:
             for tool in connection.list_tools():
                 name = prefix + tool.name

@@ -23,8 +23,11 @@ __all__ = ["MCPConnection"]
 class MCPConnection:
     """One open MCP session. Use `Client.connect_mcp_server`, which opens it and registers its tools."""
 
-    def __init__(self, timeout: float) -> None:
+    def __init__(self, timeout: float, mode: str = "auto") -> None:
         self.timeout = timeout
+        # "auto" probes for a modern (2026+) server and falls back to the initialize handshake;
+        # "legacy" skips the probe, which saves a round of waiting with older servers.
+        self.mode = mode
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="clientsdk-mcp", daemon=True)
         self._thread.start()
@@ -44,10 +47,11 @@ class MCPConnection:
         url: str | None = None,
         headers: dict[str, str] | None = None,
         timeout: float = 30.0,
+        mode: str = "auto",
     ) -> MCPConnection:
         if (command is None) == (url is None):
             raise ValueError("pass exactly one of command= (stdio) or url= (streamable HTTP)")
-        connection = cls(timeout)
+        connection = cls(timeout, mode)
         connection._main = asyncio.run_coroutine_threadsafe(
             connection._hold(command, args or [], env, url, headers), connection._loop
         )
@@ -81,7 +85,7 @@ class MCPConnection:
                     server = streamable_http_client(url, http_client=http)  # type: ignore[arg-type]
                 else:
                     server = url
-                self._session = await stack.enter_async_context(mcp.Client(server))
+                self._session = await stack.enter_async_context(mcp.Client(server, mode=self.mode))
                 self._ready.set_result(None)
                 await self._stop.wait()
         except BaseException as exc:

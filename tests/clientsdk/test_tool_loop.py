@@ -129,7 +129,7 @@ def test_a_stdio_mcp_server_lends_its_tools():
     command, args = stdio_command()
     client = Client("http://127.0.0.1:9", "k", "alice")
     try:
-        connection = client.connect_mcp_server(command=command, args=list(args), prefix="local_")
+        connection = client.connect_mcp_server(command=command, args=list(args), prefix="local_", mode="legacy")
         assert {"local_add", "local_echo", "local_fail"} <= set(client.tools)
         body = client.build_run_body({"role": "user", "content": []}, previous_run_id=None)
         add = next(t for t in body["tools"] if t["name"] == "local_add")
