@@ -1,0 +1,142 @@
+"""The official JavaScript packages work unchanged against this server, proven under Node.
+
+Each test runs one scenario of `tests/compat/run.mjs` (the official `@tambo-ai/client` 1.1.x and
+`@tambo-ai/typescript-sdk` 0.96.x, installed by `npm ci` in tests/compat; bin/test does it) against the
+live server, fails with the script's own message on any mismatch, then checks through the REST API
+what the server stored.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import require_part
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+COMPAT_DIR = Path(__file__).resolve().parent / "compat"
+USER_KEY = "alice"  # the `api` fixture's user, so the REST checks see the same threads
+
+
+def run_scenario(name: str, base_url: str, api_key: str) -> dict:
+    node = shutil.which("node")
+    installed = (COMPAT_DIR / "node_modules" / "@tambo-ai" / "client" / "package.json").is_file()
+    require_part(bool(node and installed), "run `npm ci` in tests/compat (bin/test does it)")
+    env = {**os.environ, "TAMBO_URL": base_url, "TAMBO_API_KEY": api_key, "TAMBO_USER_KEY": USER_KEY}
+    try:
+        done = subprocess.run([node, "run.mjs", name], cwd=COMPAT_DIR, env=env, capture_output=True, text=True,
+                              timeout=120)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"compat scenario {name} did not finish in 120 s; stderr:\n{exc.stderr}")
+    results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    result = next((r for r in results if r.get("scenario") == name), None)
+    if done.returncode != 0 or result is None or not result.get("ok"):
+        message = result.get("error") if result else "no result line"
+        pytest.fail(f"compat scenario {name} failed: {message}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}")
+    return result
+
+
+def thread_of(api, thread_id: str) -> dict:
+    response = api.get(f"/v1/threads/{thread_id}")
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_the_official_client_streams_a_text_run_on_a_new_thread(live_server_url, api_key, api):
+    result = run_scenario("text_run", live_server_url, api_key)
+
+    thread = thread_of(api, result["threadId"])
+    assert thread["runStatus"] == "idle"
+    assert thread["userKey"] == USER_KEY
+    assert thread["lastCompletedRunId"] == result["secondRunId"]
+    assert [m["role"] for m in thread["messages"]] == ["user", "assistant", "user", "assistant"]
+    assert thread["messages"][1]["id"] == result["assistantMessageId"]
+    assert thread["messages"][1]["content"] == [{"type": "text", "text": result["assistantText"]}]
+
+
+def test_a_tool_registered_with_the_official_client_is_called_run_by_the_client_and_continued(
+        live_server_url, api_key, api):
+    result = run_scenario("client_tool", live_server_url, api_key)
+
+    thread = thread_of(api, result["threadId"])
+    assert thread["runStatus"] == "idle"
+    assert "pendingToolCallIds" not in thread
+    assert thread["lastCompletedRunId"] == result["continuationRunId"]
+    blocks = [block for message in thread["messages"] for block in message["content"]]
+    assert [b["type"] for b in blocks] == ["text", "tool_use", "tool_result", "text"]
+    assert blocks[1] == {"type": "tool_use", "id": result["toolCallId"], "name": "lookup_weather",
+                         "input": {"city": "Paris"}}
+    assert blocks[2]["toolUseId"] == result["toolCallId"]
+    assert json.loads(blocks[2]["content"][0]["text"]) == {"city": "Paris", "forecast": "sunny", "highC": 21}
+    assert blocks[3]["text"] == result["finalText"]
+
+
+def test_the_official_client_shows_a_server_tools_result_in_the_same_run(live_server_url, api_key, api, project):
+    from tools.models import ProjectTool
+
+    ProjectTool.objects.create(project=project, name="calculate")
+
+    result = run_scenario("server_tool", live_server_url, api_key)
+
+    thread = thread_of(api, result["threadId"])
+    results = [b for m in thread["messages"] for b in m["content"] if b["type"] == "tool_result"]
+    assert results == [{"type": "tool_result", "toolUseId": result["toolCallId"],
+                        "content": [{"type": "text", "text": "42"}]}]
+    assert thread["messages"][-1]["content"] == [{"type": "text", "text": "Tool calculate returned: 42"}]
+
+
+def test_the_official_client_lists_the_threads_of_its_user_newest_first(live_server_url, api_key, api):
+    result = run_scenario("list_threads", live_server_url, api_key)
+
+    first, second = result["threadIds"]
+    assert result["listedIds"] == [second, first]
+    listed = api.get("/v1/threads").json()
+    assert [t["id"] for t in listed["threads"]] == [second, first]
+
+
+def test_a_thread_made_by_the_official_client_is_fetched_and_renamed_through_the_sdk(live_server_url, api_key, api):
+    result = run_scenario("fetch_thread", live_server_url, api_key)
+
+    thread = thread_of(api, result["threadId"])
+    assert thread["name"] == "Renamed by the SDK"
+    assert thread["lastCompletedRunId"] == result["lastCompletedRunId"]
+
+
+def _assert_cancelled(api, result: dict) -> None:
+    thread = thread_of(api, result["threadId"])
+    assert thread["runStatus"] == "idle"
+    assert thread["lastRunCancelled"] is True
+    assert "currentRunId" not in thread
+    last = thread["messages"][-1]
+    assert last["id"] == result["partialMessageId"]
+    assert last["isCancelled"] is True
+    assert last["content"] == [{"type": "text", "text": result["partialText"]}]
+
+
+def test_cancel_run_in_the_official_client_stops_the_run_on_the_server(live_server_url, api_key, api):
+    result = run_scenario("cancel_run", live_server_url, api_key)
+
+    _assert_cancelled(api, result)
+
+
+def test_aborting_the_official_clients_stream_cancels_the_run(live_server_url, api_key, api):
+    result = run_scenario("abort_signal", live_server_url, api_key)
+
+    _assert_cancelled(api, result)
+
+
+def test_a_component_registered_with_the_official_client_renders_and_keeps_its_state(live_server_url, api_key, api):
+    result = run_scenario("component", live_server_url, api_key)
+
+    thread = thread_of(api, result["threadId"])
+    components = [b for m in thread["messages"] for b in m["content"] if b["type"] == "component"]
+    assert len(components) == 1
+    assert components[0]["id"] == result["componentId"]
+    assert components[0]["name"] == "WeatherCard"
+    assert components[0]["props"] == {"city": "Oslo", "tempC": -3, "tags": ["cold", "clear"]}
+    assert components[0]["state"] == {"expanded": True, "unit": "F", "pinned": 1}
