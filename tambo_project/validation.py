@@ -10,15 +10,29 @@ from tambo_project.problems import Problem, validation_error
 M = TypeVar("M", bound=BaseModel)
 
 
-def _field_path(loc: tuple) -> str:
+def _field_path(loc: tuple, data: object = None) -> str:
+    """The dotted path of an error's location in the request body.
+
+    Pydantic puts a discriminated union's tag (the block's `type` value) into the location, as in
+    `message.content.0.text.text`; it is not a field, so it is dropped by looking at the data.
+    """
     parts = []
-    for part in loc:
+    node, tag_dropped = data, False
+    for position, part in enumerate(loc):
         if isinstance(part, int):
             parts.append(f"[{part}]")
-        elif part.startswith(("function-", "literal[")) or part in {"str", "int", "float", "bool", "dict"}:
+            node = node[part] if isinstance(node, list) and -len(node) <= part < len(node) else None
+            tag_dropped = False
+            continue
+        if part.startswith(("function-", "literal[")) or part in {"str", "int", "float", "bool", "dict"}:
             continue  # pydantic's names for union branches, not fields
-        else:
-            parts.append(("." if parts else "") + part)
+        if (isinstance(node, dict) and not tag_dropped and node.get("type") == part
+                and position < len(loc) - 1):
+            tag_dropped = True
+            continue
+        parts.append(("." if parts else "") + part)
+        node = node.get(part) if isinstance(node, dict) else None
+        tag_dropped = False
     return "".join(parts) or "body"
 
 
@@ -29,9 +43,9 @@ def parse_body(model: type[M], data: object) -> M:
         return model.model_validate(data, by_alias=True, by_name=True)
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]
-        field = _field_path(tuple(error["loc"]))
+        field = _field_path(tuple(error["loc"]), data)
         raise validation_error(f"{field}: {error['msg']}", field=field,
-                               errors=[{"field": _field_path(tuple(e["loc"])), "message": e["msg"]}
+                               errors=[{"field": _field_path(tuple(e["loc"]), data), "message": e["msg"]}
                                        for e in exc.errors(include_url=False)[:20]]) from None
 
 
