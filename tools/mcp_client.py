@@ -4,9 +4,11 @@ Django-free: the advance loop passes an `McpServerConfig` and gets plain datacla
 
 Every call opens a fresh connection (spawns the stdio server, or opens a streamable HTTP session),
 does its one job and closes it. That costs a handshake per call but leaves no state to go stale
-between runs or processes. The timeout covers connect, handshake and the request itself; when it
-expires the connection is torn down before the function returns, and the `mcp` package's stdio
-transport then closes the server's stdin and, if it does not exit, kills its process group.
+between runs or processes. The timeout covers connect, handshake and the request itself (for a
+stdio server that includes starting its process). When it expires the connection is torn down
+before the function returns: the `mcp` package's stdio transport closes the server's stdin and,
+if the server does not exit within 2 s, terminates and then kills its process group. So a call
+returns at most a few seconds after its timeout, and leaves no process or task behind.
 """
 
 from __future__ import annotations

@@ -11,7 +11,6 @@ import argparse
 import os
 import struct
 import zlib
-from pathlib import Path
 
 import anyio
 from mcp.server.mcpserver import Context, Image, MCPServer
@@ -61,11 +60,8 @@ def fail() -> str:
     raise ToolError("this tool always fails")
 
 
-@server.tool(description="Never returns. Writes the server's pid to `pid_file` first, if given.")
-async def hang(pid_file: str = "") -> str:
-    # The pid lets a test check that the client killed the hung server.
-    if pid_file:
-        Path(pid_file).write_text(str(os.getpid()))
+@server.tool(description="Never returns.")
+async def hang() -> str:
     await anyio.sleep_forever()
     return "unreachable"
 
