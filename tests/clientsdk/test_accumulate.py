@@ -66,7 +66,7 @@ COMPONENT_RUN = [
 ]
 
 
-def test_it_folds_streamed_text_into_one_message():
+def test_it_folds_streamed_text_deltas_together():
     snaps = fold(TEXT_RUN)
     assert snaps[3].messages[0].text == "Hel" and snaps[3].messages[0].streaming
     final = snaps[-1]
@@ -145,7 +145,7 @@ def test_a_patch_that_does_not_apply_leaves_the_props_unchanged():
     assert snaps[-1].component("comp_1").props == {"title": "Wea"}
 
 
-def test_a_run_error_records_the_error_and_stops_streaming_messages():
+def test_a_run_error_records_the_error_and_stops_streaming():
     final = fold(TEXT_RUN[:3] + [
         {"type": "RUN_ERROR", "message": "The model failed", "code": "LLM_SERVER_ERROR",
          "category": "server_error", "isRetryable": True},

@@ -61,7 +61,7 @@ def test_each_status_raises_its_error_class_with_the_problem_code(server, status
     assert err.problem["type"] == f"urn:tambo:error:{code.lower()}"
 
 
-def test_an_error_without_a_problem_body_still_has_a_message(server):
+def test_an_error_without_a_problem_body_still_has_a_reason(server):
     server.add("GET", "/v1/threads", Reply(502, {"Content-Type": "text/plain"}, b"bad gateway"))
     with pytest.raises(InternalServerError) as info:
         client_for(server, max_retries=0).threads.list()
@@ -158,7 +158,7 @@ def test_update_state_wants_exactly_one_of_state_and_patch(server):
         client.components.update_state("thr_1", "comp_1", state={}, patch=[])
 
 
-def test_messages_are_listed_and_retrieved_as_typed_models(server):
+def test_thread_history_is_listed_and_retrieved_as_typed_models(server):
     msg = {"id": "msg_1", "role": "assistant", "createdAt": "2025-01-01T00:00:00Z",
            "content": [{"type": "text", "text": "hi"}, {"type": "tool_use", "id": "call_1", "name": "t", "input": {}}]}
     server.add("GET", "/v1/threads/thr_1/messages", Reply.json(200, {"messages": [msg], "hasMore": True, "nextCursor": "c2"}))

@@ -53,7 +53,7 @@ def test_a_text_run_streams_text_and_creates_a_thread(client):
     assert thread.messages[1].content[0].text == final.last_text
 
 
-def test_a_second_message_on_the_same_thread_finds_the_previous_run(client):
+def test_a_second_turn_on_the_same_thread_finds_the_previous_run(client):
     first = client.run("one")
     first.result()
     second = client.run("two", thread_id=first.thread_id).result()

@@ -68,7 +68,8 @@ def test_an_unknown_event_type_is_skipped():
     assert [e.type for e in Stream(None, chunks=[wire])] == [EventType.RUN_STARTED]
 
 
-@pytest.mark.parametrize("payload", [b"not json", b"[1,2]", b'{"type":"TEXT_MESSAGE_CONTENT","delta":"x"}'])
+@pytest.mark.parametrize("payload", [b"not json", b"[1,2]", b'{"type":"TEXT_MESSAGE_CONTENT","delta":"x"}'],
+                         ids=["not-json", "not-an-object", "missing-field"])
 def test_a_malformed_event_raises(payload):
     with pytest.raises(APIResponseValidationError):
         list(Stream(None, chunks=[b"data: " + payload + b"\n\n"]))
