@@ -66,6 +66,7 @@ TEMPLATES = [
 SQLITE_PATH = env.str("SQLITE_PATH", default=str(BASE_DIR / "var" / "db.sqlite3"))
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{SQLITE_PATH}")}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
     # IMMEDIATE transactions take SQLite's write lock at BEGIN, which is what makes the run lock's
     # read-check-write atomic there (SQLite has no SELECT ... FOR UPDATE). WAL lets readers go on.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
@@ -90,7 +91,7 @@ USE_TZ = True
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = env.str("STATIC_ROOT", default=str(BASE_DIR / "var" / "static"))
-LOGIN_URL = "/admin/login/"
+LOGIN_URL = "/login/"
 
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
 
@@ -149,10 +150,20 @@ if MODEL_PROVIDER not in ("openai", "offline"):
 # Seconds between the offline model's deltas (0 for benchmarks).
 OFFLINE_MODEL_DELAY = env.float("OFFLINE_MODEL_DELAY", default=0.02)
 
-# Chat-completions gateway: alias -> "provider:model". The offline model is always allowed as `offline`.
-GATEWAY_MODELS = env.dict("GATEWAY_MODELS", default={})
+# Chat-completions gateway (runs/gateway): alias -> "provider:model", as `gpt-4o=openai:gpt-4o,local=openai:llama3.1:8b`
+# (colons in the model are fine) or, for names holding `,` or `=`, a JSON object. `offline` is always allowed.
+GATEWAY_MODELS = (env.json("GATEWAY_MODELS") if env.str("GATEWAY_MODELS", default="").lstrip().startswith("{")
+                  else env.dict("GATEWAY_MODELS", default={}))
 GATEWAY_DEFAULT_MODEL = env.str("GATEWAY_DEFAULT_MODEL", default="offline")
+# Requests per minute per API key (or browser session); 0 turns the limit off.
 GATEWAY_RATE_LIMIT_PER_MINUTE = env.int("GATEWAY_RATE_LIMIT_PER_MINUTE", default=60)
+for _alias, _target in GATEWAY_MODELS.items():
+    if not isinstance(_target, str) or _target.partition(":")[0].strip() not in ("openai", "offline"):
+        raise environ.ImproperlyConfigured(
+            f"GATEWAY_MODELS[{_alias!r}] must be 'openai:<model>' or 'offline', not {_target!r}")
+if GATEWAY_DEFAULT_MODEL not in GATEWAY_MODELS and GATEWAY_DEFAULT_MODEL != "offline":
+    raise environ.ImproperlyConfigured(
+        f"GATEWAY_DEFAULT_MODEL {GATEWAY_DEFAULT_MODEL!r} is not 'offline' or an alias in GATEWAY_MODELS")
 
 LOGGING = {
     "version": 1,

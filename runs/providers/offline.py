@@ -35,9 +35,11 @@ class OfflineProvider:
         self.slow_delay = slow_delay
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[Delta]:
-        last = request.messages[-1] if request.messages else {"role": "user", "content": ""}
+        # Context the application attaches arrives as system messages; the rules read what came before.
+        conversation = [m for m in request.messages if m.get("role") != "system"] or [{"role": "user", "content": ""}]
+        last = conversation[-1]
         if last.get("role") == "tool":
-            async for delta in self._text(_tool_report(request.messages), self.delay):
+            async for delta in self._text(_tool_report(conversation), self.delay):
                 yield delta
             return
         text = _text_of(last)
