@@ -35,6 +35,7 @@ async def advance(started: StartedRun, control: RunControl, provider: Provider) 
     thread, run = started.thread, started.run
     yield RunStartedEvent(thread_id=thread.id, run_id=run.id)
     step: Step | None = None
+    persisted: Step | None = None
     try:
         await sync_to_async(lock_mark_streaming)(thread_id=thread.id, run_id=run.id)
         toolbox = await _toolbox(started)
@@ -76,7 +77,7 @@ async def advance(started: StartedRun, control: RunControl, provider: Provider) 
                 return
         raise ModelError("LLM_CLIENT_ERROR", "The model kept calling tools without answering.", retryable=False)
     except RunCancelled:
-        async for event in _end_cancelled(started, control, step):
+        async for event in _end_cancelled(started, control, step, persisted):
             yield event
     except ModelError as exc:
         async for event in _end_failed(started, control, step, exc.code, exc.message, exc.category, exc.retryable):
@@ -185,9 +186,14 @@ async def _pause(started: StartedRun, control: RunControl, pending: list[Call]) 
                            outcome=RunFinishedSuccessOutcome(pending_tool_call_ids=ids))
 
 
-async def _save_partial(started: StartedRun, step: Step | None, cancelled: bool) -> None:
+async def _save_partial(started: StartedRun, step: Step | None, cancelled: bool,
+                        persisted: Step | None = None) -> None:
     if step is None:
         if not cancelled:
+            return
+        if persisted is not None:
+            # Cancelled while its tools ran: the step's message is stored already; mark it.
+            await sync_to_async(services.message_mark_cancelled)(message_id=persisted.message_id)
             return
         step_content: list[dict] = []
         message_id = services.new_message_id()
@@ -199,8 +205,9 @@ async def _save_partial(started: StartedRun, step: Step | None, cancelled: bool)
                                                    content=step_content, cancelled=cancelled)
 
 
-async def _end_cancelled(started: StartedRun, control: RunControl, step: Step | None) -> AsyncIterator[BaseEvent]:
-    await _save_partial(started, step, cancelled=True)
+async def _end_cancelled(started: StartedRun, control: RunControl, step: Step | None,
+                         persisted: Step | None) -> AsyncIterator[BaseEvent]:
+    await _save_partial(started, step, cancelled=True, persisted=persisted)
     await sync_to_async(services.run_cancelled)(thread=started.thread, run=started.run)
     control.settled = True
     yield RunErrorEvent(message="The run was cancelled.", code="CANCELLED", category="client_error",

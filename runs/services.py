@@ -166,6 +166,10 @@ def step_persist(*, thread: Thread, run: Run, message_id: str, content: list[dic
                                            tool_call_id=tool_call_id, parent_message_id=message_id)
 
 
+def message_mark_cancelled(*, message_id: str) -> None:
+    Message.objects.filter(id=message_id).update(is_cancelled=True)
+
+
 def run_pause(*, thread: Thread, run: Run, pending_ids: list[str]) -> bool:
     return lock_release(thread_id=thread.id, run_id=run.id, run_status=Run.Status.AWAITING_INPUT,
                         thread_fields={"pending_tool_call_ids": pending_ids, "last_completed_run_id": run.id,
