@@ -1,1 +1,9 @@
-urlpatterns: list = []
+"""The gateway's routes, included at the root URLconf."""
+from django.urls import path, re_path
+
+from runs.gateway import views
+
+urlpatterns = [
+    path("api/chat/completions", views.chat_completions, name="gateway-chat-completions"),
+    re_path(r"^api/(?P<rest>.*)$", views.not_found),
+]

@@ -1,0 +1,153 @@
+"""`POST /api/chat/completions`: the OpenAI-compatible gateway (spec chat-completions.md section 1).
+
+The view authenticates (project API key as `x-api-key` or `Authorization: Bearer`, or a browser
+session with CSRF), counts the request against the key's rate limit, checks and translates the
+body, routes it through the model allow-list and streams the provider's deltas back as chunks.
+The first delta is awaited before any byte is sent, so a vendor that fails at once gives the
+caller a plain HTTP error; a failure after that ends the stream with one error event. No thread is
+kept: the caller sends the whole conversation each time.
+"""
+from __future__ import annotations
+
+import logging
+from typing import AsyncIterator
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from runs.gateway.chunks import DONE, ChunkEncoder, CompletionBuilder, sse_line
+from runs.gateway.errors import (
+    RATE_LIMIT,
+    SERVER_ERROR,
+    GatewayError,
+    from_model_error,
+    openai_error_body,
+    openai_error_response,
+    stream_error_body,
+)
+from runs.gateway.models import model_resolve
+from runs.gateway.ratelimit import rate_limit_hit
+from runs.gateway.translate import decode_json, parse_chat_request
+from runs.providers import get_provider
+from runs.providers.base import Delta, ModelError, StepEnd
+from runs.sse import SSE_HEADERS
+from tambo_project.auth import Principal, aresolve_principal
+from tambo_project.problems import Problem
+
+log = logging.getLogger(__name__)
+
+MSG_INTERNAL = "The server failed while answering."
+MSG_NO_ANSWER = "The model provider ended its answer without any content."
+
+
+@csrf_exempt  # key callers have no CSRF token; session callers are checked in aresolve_principal
+async def chat_completions(request: HttpRequest) -> HttpResponse:
+    if request.method != "POST":
+        response = openai_error_response(405, "Only POST is allowed here.", "invalid_request_error",
+                                         "method_not_allowed")
+        response["Allow"] = "POST"
+        return response
+    try:
+        principal = await _principal(request)
+        wait = await rate_limit_hit(bucket=principal.rate_limit_key, limit=settings.GATEWAY_RATE_LIMIT_PER_MINUTE)
+        if wait is not None:
+            raise GatewayError(429, "Too many requests for this API key; try again later.", type_=RATE_LIMIT,
+                               code="rate_limit_exceeded", retry_after=wait)
+        chat = parse_chat_request(decode_json(_body(request)))
+        route = model_resolve(requested=chat.model)
+        deltas = get_provider(route.provider).stream(chat.model_request(route.model))
+        if not chat.stream:
+            return JsonResponse(await _whole(deltas, route.alias))
+        first = await _first(deltas)
+    except GatewayError as error:
+        return error.response()
+    encoder = ChunkEncoder(model=route.alias, include_usage=chat.include_usage)
+    response = StreamingHttpResponse(_stream(encoder, first, deltas), content_type="text/event-stream")
+    for header, value in SSE_HEADERS.items():
+        response[header] = value
+    return response
+
+
+@csrf_exempt  # a POST to a mistyped path must learn it is 404, not a CSRF failure
+async def not_found(request: HttpRequest, rest: str = "") -> HttpResponse:
+    """Any other path under /api/: OpenAI's 404 shape, so a mistyped base URL is obvious."""
+    return openai_error_response(404, f"Unknown path {request.path[:200]!r}; the gateway serves "
+                                      "POST /api/chat/completions.", "invalid_request_error", "unknown_url")
+
+
+async def _principal(request: HttpRequest) -> Principal:
+    try:
+        return await aresolve_principal(request)
+    except Problem as problem:
+        if problem.status == 401:
+            raise GatewayError(401, "A valid project API key is required (Authorization: Bearer <key> or "
+                                    "x-api-key).", code="invalid_api_key") from None
+        raise GatewayError(problem.status, problem.detail, code=problem.code.lower()) from None
+
+
+def _body(request: HttpRequest) -> bytes:
+    try:
+        return request.body
+    except RequestDataTooBig:
+        # A body without Content-Length slips past BodySizeLimitMiddleware and is caught here.
+        raise GatewayError(413, "Request body too large.", code="payload_too_large") from None
+
+
+async def _first(deltas: AsyncIterator[Delta]) -> Delta:
+    """The first delta, before any byte is sent; closes the stream and raises GatewayError on failure."""
+    try:
+        return await anext(deltas)
+    except StopAsyncIteration:
+        raise GatewayError(502, MSG_NO_ANSWER, type_=SERVER_ERROR, code="upstream_error") from None
+    except ModelError as error:
+        log.warning("gateway: the model failed before answering: %s (status %s)", error.code, error.status)
+        raise from_model_error(error) from None
+    except BaseException:
+        await deltas.aclose()
+        raise
+
+
+async def _whole(deltas: AsyncIterator[Delta], alias: str) -> dict:
+    builder = CompletionBuilder(model=alias)
+    try:
+        async for delta in deltas:
+            builder.feed(delta)
+    except ModelError as error:
+        log.warning("gateway: the model failed: %s (status %s)", error.code, error.status)
+        raise from_model_error(error) from None
+    finally:
+        await deltas.aclose()
+    if builder.end is None:
+        raise GatewayError(502, MSG_NO_ANSWER, type_=SERVER_ERROR, code="upstream_error")
+    return builder.body()
+
+
+async def _stream(encoder: ChunkEncoder, first: Delta, deltas: AsyncIterator[Delta]) -> AsyncIterator[bytes]:
+    """The SSE body. A client that goes away cancels this generator, which closes the vendor stream."""
+    ended = False
+    try:
+        for chunk in encoder.feed(first):
+            yield sse_line(chunk)
+        ended = _is_end(first)
+        async for delta in deltas:
+            out = encoder.feed(delta)
+            if out:
+                yield b"".join(sse_line(chunk) for chunk in out)
+            ended = ended or _is_end(delta)
+        if not ended:
+            raise ModelError("LLM_SERVER_ERROR", MSG_NO_ANSWER, retryable=True)
+    except ModelError as error:
+        log.warning("gateway: the model failed mid-stream: %s (status %s)", error.code, error.status)
+        yield sse_line(stream_error_body(error))
+    except Exception:
+        log.exception("gateway: the stream failed")
+        yield sse_line(openai_error_body(MSG_INTERNAL, SERVER_ERROR, "internal_error"))
+    finally:
+        await deltas.aclose()
+    yield DONE
+
+
+def _is_end(delta: Delta) -> bool:
+    return isinstance(delta, StepEnd)
