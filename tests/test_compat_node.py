@@ -76,6 +76,21 @@ def test_a_tool_registered_with_the_official_client_is_called_run_by_the_client_
     assert blocks[3]["text"] == result["finalText"]
 
 
+def test_two_client_tools_in_one_step_are_answered_together_including_a_failing_one(live_server_url, api_key, api):
+    result = run_scenario("two_client_tools", live_server_url, api_key)
+
+    thread = thread_of(api, result["threadId"])
+    assert "pendingToolCallIds" not in thread
+    results = {b["toolUseId"]: b for m in thread["messages"] for b in m["content"] if b["type"] == "tool_result"}
+    weather_id, explode_id = result["toolCallIds"]
+    assert set(results) == {weather_id, explode_id}
+    assert "isError" not in results[weather_id]
+    assert results[explode_id]["isError"] is True
+    assert results[explode_id]["content"] == [{"type": "text", "text": "boom"}]
+    user = thread["messages"][0]
+    assert user["content"] == [{"type": "text", "text": 'Use lookup_weather, then explode, with {"city": "Rome"}'}]
+
+
 def test_the_official_client_shows_a_server_tools_result_in_the_same_run(live_server_url, api_key, api, project):
     from tools.models import ProjectTool
 

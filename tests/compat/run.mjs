@@ -179,6 +179,44 @@ const scenarios = {
     };
   },
 
+  /** Two client tools in one step, one of which throws: both results go back in one continuation. */
+  async two_client_tools() {
+    const client = newClient();
+    const calls = [];
+    client.registerTools([
+      weatherTool(calls),
+      {
+        name: "explode",
+        description: "Always fails.",
+        tool: async () => {
+          throw new Error("boom");
+        },
+        inputSchema: z.object({ city: z.string() }),
+        outputSchema: z.string(),
+      },
+    ]);
+    const stream = client.run('Use lookup_weather, then explode, with {"city": "Rome"}', {
+      additionalContext: { page: "weather" },
+    });
+    const events = await drain(stream);
+    const thread = await stream.thread;
+    const awaiting = events.find((e) => e.type === "CUSTOM" && e.name === "tambo.run.awaiting_input");
+    assert.deepEqual(awaiting.value.pendingToolCalls.map((c) => c.toolName), ["lookup_weather", "explode"]);
+    assert.deepEqual(calls, [{ city: "Rome" }]);
+    assert.equal(events.filter((e) => e.type === "RUN_STARTED").length, 2);
+    assert.equal(events.at(-1).type, "RUN_FINISHED");
+    const finalText = textOf(thread.messages.at(-1));
+    assert.equal(finalText, [
+      'Tool lookup_weather returned: {"city":"Rome","forecast":"sunny","highC":21}',
+      "Tool explode returned: Error: boom",
+    ].join("\n"));
+    return {
+      threadId: thread.id,
+      toolCallIds: awaiting.value.pendingToolCalls.map((c) => c.toolCallId),
+      finalText,
+    };
+  },
+
   /**
    * A server tool (the project must have the built-in `calculate` enabled): the server runs it inside the
    * run and streams TOOL_CALL_RESULT, whose messageId must be a message the client already holds.
