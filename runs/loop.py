@@ -52,20 +52,24 @@ async def advance(started: StartedRun, control: RunControl, provider: Provider) 
             messages.append(persisted.model_message())
             pending: list[Call] = []
             results: list[tuple[str, dict]] = []
-            for call in persisted.calls.values():
-                outcome = await _resolve(call, toolbox, counts, control)
-                if outcome is None:
-                    pending.append(call)
-                    continue
-                block, model_text = outcome
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": model_text})
-                if block is not None:
-                    results.append((call.id, block))
-                    yield ToolCallResultEvent(message_id=persisted.message_id, tool_call_id=call.id,
-                                              content=model_text, role="tool")
-            if results:
-                await sync_to_async(services.step_persist)(thread=thread, run=run, message_id=persisted.message_id,
-                                                           content=[], cancelled=False, tool_messages=results)
+            try:
+                for call in persisted.calls.values():
+                    outcome = await _resolve(call, toolbox, counts, control)
+                    if outcome is None:
+                        pending.append(call)
+                        continue
+                    block, model_text = outcome
+                    messages.append({"role": "tool", "tool_call_id": call.id, "content": model_text})
+                    if block is not None:
+                        results.append((call.id, block))
+                        yield ToolCallResultEvent(message_id=persisted.message_id, tool_call_id=call.id,
+                                                  content=model_text, role="tool")
+            finally:
+                # Also when a later tool of the step is cancelled: a result the client saw is kept.
+                if results:
+                    await sync_to_async(services.step_persist)(thread=thread, run=run,
+                                                               message_id=persisted.message_id, content=[],
+                                                               cancelled=False, tool_messages=results)
             if pending:
                 async for event in _pause(started, control, pending):
                     yield event

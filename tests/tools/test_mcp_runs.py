@@ -187,3 +187,42 @@ def test_a_tool_that_hangs_gives_a_timeout_error_result(short_mcp_timeout_server
     assert stored["isError"] is True
     assert text_of(events) == f"Tool demo__hang returned: {result['content']}"
     assert api.get(f"/v1/threads/{thread_id}").json()["runStatus"] == "idle"
+
+
+def test_image_and_resource_results_are_stored_as_resource_blocks(api, project, mcp_http_url):  # noqa: F811
+    http_server(project, mcp_http_url)
+    thread_id, events = start(api, "demo__image and demo__document {}")
+    assert types(events)[-1] == "RUN_FINISHED"
+    image, document = stored_results(api, thread_id)
+    [image_block] = image["content"]
+    assert image_block["type"] == "resource" and image_block["resource"]["mimeType"] == "image/png"
+    assert image_block["resource"]["blob"]
+    assert document["content"] == [{"type": "resource", "resource": {
+        "uri": "memo://greeting", "mimeType": "text/plain", "text": "hello from a resource"}}]
+    # The model reads a label for the image and the text of the resource.
+    assert text_of(events).splitlines() == ["Tool demo__image returned: [resource (image/png)]",
+                                            "Tool demo__document returned: hello from a resource"]
+
+
+def test_a_result_shown_before_a_cancel_is_kept(api, project, mcp_http_url):  # noqa: F811
+    from tests.support.sse import iter_events
+    from tools.models import ProjectTool
+
+    ProjectTool.objects.create(project=project, name="calculate")
+    http_server(project, mcp_http_url)
+    response = api.post("/v1/threads/runs", {"userKey": "alice", "message": user_message(
+        'calculate, then demo__hang {"expression": "1+1"}')}, stream=True)
+    thread_id, run_id = response.headers["X-Thread-Id"], response.headers["X-Run-Id"]
+    events = iter_events(response)
+    seen = []
+    for event in events:
+        seen.append(event)
+        if event["type"] == "TOOL_CALL_RESULT":
+            break
+    assert seen[-1]["content"] == "2"
+    assert api.delete(f"/v1/threads/{thread_id}/runs/{run_id}").status_code == 200
+    rest = list(events)
+    assert rest[-1]["type"] == "RUN_ERROR" and rest[-1]["code"] == "CANCELLED"
+    assert [r["toolUseId"] for r in stored_results(api, thread_id)] == [seen[-1]["toolCallId"]]
+    thread = api.get(f"/v1/threads/{thread_id}").json()
+    assert thread["runStatus"] == "idle" and thread["lastRunCancelled"] is True
