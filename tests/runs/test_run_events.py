@@ -225,3 +225,41 @@ def test_a_good_run_after_a_failed_one_clears_the_last_error(runs: Runs):
     after = runs.run(thread_id, "hello again", previousRunId=events[0]["runId"])
     assert types(after)[-1] == "RUN_FINISHED"
     assert "lastRunError" not in runs.thread(thread_id)
+
+
+def test_additional_context_with_a_continuation_leaves_the_tool_answer_intact(runs: Runs):
+    thread_id, run_id, (call_id,) = paused_thread(runs)
+    message = {"role": "user", "content": [tool_result(call_id, "sunny")],
+               "additionalContext": {"screen": "forecast"}}
+    events = runs.run(thread_id, message, previousRunId=run_id)
+    # The context is given to the model with the results; the model still answers from the results.
+    assert text_of(events) == "Tool get_weather returned: sunny"
+
+
+# --- server tools --------------------------------------------------------------------------------------
+
+def test_a_server_tool_runs_inside_the_run_and_the_model_goes_on(runs: Runs, project):
+    from tools.models import ProjectTool
+
+    ProjectTool.objects.create(project=project, name="calculate")
+    thread_id, events = runs.run_new('calculate {"expression": "(2 + 3) * 4"}')
+    names = types(events)
+    assert names[-1] == "RUN_FINISHED" and "tambo.run.awaiting_input" not in names
+    assert names.index("TOOL_CALL_END") < names.index("TOOL_CALL_RESULT") < names.index("TEXT_MESSAGE_START")
+    start, result = event_of(events, "TOOL_CALL_START"), event_of(events, "TOOL_CALL_RESULT")
+    assert start["toolCallName"] == "calculate"
+    assert result["toolCallId"] == start["toolCallId"] and result["role"] == "tool"
+    assert result["content"] == "20" and result["messageId"] == start["parentMessageId"]
+    assert text_of(events) == "Tool calculate returned: 20"
+    thread = runs.thread(thread_id)
+    assert "pendingToolCallIds" not in thread
+    assert tool_results(thread) == [tool_result(start["toolCallId"], "20")]
+
+
+def test_a_failing_server_tool_is_an_error_result_not_a_failed_run(runs: Runs, project):
+    from tools.models import ProjectTool
+
+    ProjectTool.objects.create(project=project, name="calculate")
+    _, events = runs.run_new('calculate {"expression": "1 / 0"}')
+    assert types(events)[-1] == "RUN_FINISHED"
+    assert text_of(events).startswith("Tool calculate returned: Error")
