@@ -65,9 +65,13 @@ class Toolbox:
         return tool.max_calls if tool is not None else None
 
     def model_tools(self) -> list[ModelTool]:
-        tools = [ModelTool(t.name, t.description, t.input_schema) for t in self.client_tools.values()]
-        tools += [ModelTool(t.name, t.description, t.parameters) for t in self.server_tools.values()]
-        tools += [spec for _, _, spec in self.mcp_tools.values()]
+        # Each name is offered once, with the definition its calls go to (`kind`): providers refuse
+        # a request that names a tool twice.
+        tools = [ModelTool(t.name, t.description, t.input_schema) for t in self.client_tools.values()
+                 if self.kind(t.name) == "client"]
+        tools += [ModelTool(t.name, t.description, t.parameters) for t in self.server_tools.values()
+                  if self.kind(t.name) == "server"]
+        tools += [spec for name, (_, _, spec) in self.mcp_tools.items() if self.kind(name) == "mcp"]
         tools += [
             ModelTool(name, f"Show the {c.name} component to the user. {c.description}".strip(),
                       _object_schema(c.props_schema), display_name=c.name)

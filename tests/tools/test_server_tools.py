@@ -223,3 +223,18 @@ def test_the_model_is_offered_the_built_in_tools_with_their_schemas(fake, oapi, 
     assert set(offered) == {"calculate", "client_side"}
     assert offered["calculate"]["parameters"]["properties"]["expression"]["type"] == "string"
     assert offered["calculate"]["parameters"]["required"] == ["expression"]
+
+
+def test_a_client_tool_with_a_built_in_tools_name_is_offered_once_and_runs_in_the_client(fake, oapi, project):
+    enable(project, "calculate")
+    before = len(fake.requests)
+    fake.script(ToolCalls([ToolCall("calculate", '{"expression": "1+1"}', id="call_c")]))
+    client_calculate = {"name": "calculate", "description": "The app's own calculator.",
+                        "inputSchema": {"type": "object", "properties": {"expression": {"type": "string"}}}}
+    _, events = start(oapi, "1+1?", tools=[client_calculate])
+    names = [t["function"]["name"] for t in fake.requests[before].body["tools"]]
+    assert names == ["calculate"]  # a model provider refuses a request that names a tool twice
+    assert fake.requests[before].body["tools"][0]["function"]["description"] == "The app's own calculator."
+    assert results(events) == []
+    awaiting = next(e for e in events if e.get("name") == "tambo.run.awaiting_input")
+    assert [c["toolCallId"] for c in awaiting["value"]["pendingToolCalls"]] == ["call_c"]
