@@ -6,6 +6,7 @@ from django.utils.html import format_html
 
 from runs.models import Run
 from threads.models import ApiKey, Message, Project, Thread
+from threads.presenters import message_content
 
 
 def pretty_json(value) -> str:
@@ -24,7 +25,7 @@ class MessageInline(admin.TabularInline):
 
     @admin.display(description="content")
     def readable_content(self, obj):
-        return pretty_json(obj.content)
+        return pretty_json(message_content(obj))  # components with their current state
 
     def has_add_permission(self, request, obj=None):
         return False
@@ -65,7 +66,7 @@ class MessageAdmin(admin.ModelAdmin):
 
     @admin.display(description="content")
     def readable_content(self, obj):
-        return pretty_json(obj.content)
+        return pretty_json(message_content(obj))  # components with their current state
 
     @admin.display(description="component state")
     def readable_component_state(self, obj):

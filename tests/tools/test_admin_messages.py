@@ -1,0 +1,70 @@
+"""The admin shows what tools and components left on a thread: tool messages with their results, component
+blocks with their props and current state. Arranged through real runs over HTTP, read as a superuser."""
+from __future__ import annotations
+
+import html
+
+import pytest
+from django.test import Client
+
+from tests.support.sse import read_events
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+CARD = {"name": "Card", "description": "A card.",
+        "propsSchema": {"type": "object", "properties": {"title": {"type": "string"}}}}
+
+
+def run(api, text: str, *, thread_id: str | None = None, **extra) -> tuple[str, list[dict]]:
+    body = {"userKey": "alice", "message": {"role": "user", "content": [{"type": "text", "text": text}]}, **extra}
+    path = f"/v1/threads/{thread_id}/runs" if thread_id else "/v1/threads/runs"
+    response = api.post(path, body, stream=True)
+    assert response.status_code == 200, response.text
+    return thread_id or response.headers["X-Thread-Id"], read_events(response)
+
+
+@pytest.fixture
+def admin_client(transactional_db) -> Client:
+    from django.contrib.auth import get_user_model
+
+    user = get_user_model().objects.create_superuser("root", "root@example.com", "pw-for-tests")
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def page_text(client: Client, url: str) -> str:
+    response = client.get(url)
+    assert response.status_code == 200, url
+    return html.unescape(response.content.decode())
+
+
+def test_the_message_page_shows_a_tool_result_and_a_component_with_props_and_state(api, project, admin_client):
+    from threads.models import Message
+    from tools.models import ProjectTool
+
+    ProjectTool.objects.create(project=project, name="calculate")
+    thread_id, events = run(api, 'calculate {"expression": "6*7"}')
+    call_id = next(e["toolCallId"] for e in events if e["type"] == "TOOL_CALL_RESULT")
+    tool_message = Message.objects.get(thread_id=thread_id, role=Message.Role.TOOL)
+    text = page_text(admin_client, f"/admin/threads/message/{tool_message.id}/change/")
+    assert f'"toolUseId": "{call_id}"' in text
+    assert '"text": "42"' in text
+
+    last = api.get(f"/v1/threads/{thread_id}").json()["lastCompletedRunId"]
+    _, events = run(api, 'Card {"title": "Pick a colour"}', thread_id=thread_id, previousRunId=last,
+                    availableComponents=[CARD])
+    start = next(e["value"] for e in events if e.get("name") == "tambo.component.start")
+    response = api.post(f"/v1/threads/{thread_id}/components/{start['componentId']}/state",
+                        {"userKey": "alice", "state": {"colour": "teal"}})
+    assert response.status_code == 200, response.text
+    text = page_text(admin_client, f"/admin/threads/message/{start['messageId']}/change/")
+    assert start["componentId"] in text
+    assert '"title": "Pick a colour"' in text
+    assert '"colour": "teal"' in text
+
+    # The thread page lists the same messages, the component with its current state.
+    text = page_text(admin_client, f"/admin/threads/thread/{thread_id}/change/")
+    assert '"text": "42"' in text
+    assert '"title": "Pick a colour"' in text
+    assert '"colour": "teal"' in text
