@@ -17,8 +17,9 @@ WINDOW_SECONDS = 60
 async def rate_limit_hit(*, bucket: str, limit: int, now: float | None = None) -> int | None:
     """Count one request for `bucket`; return the seconds to wait when it is over `limit`, else None.
 
-    A `limit` of 0 or less turns the limit off. `add` then `incr` is atomic on every shared cache
-    backend, so concurrent requests from several processes never lose a count.
+    A `limit` of 0 or less turns the limit off. `add` then `incr` is atomic on Redis and Memcached,
+    so concurrent requests from several processes never lose a count there; the database and file
+    caches increment by read-then-write and may undercount requests that arrive at the same moment.
     """
     if limit <= 0:
         return None

@@ -63,6 +63,10 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
         first = await _first(deltas)
     except GatewayError as error:
         return error.response()
+    except Exception:
+        # Not ProblemMiddleware's problem+json: callers of this path expect OpenAI's shape.
+        log.exception("gateway: the request failed")
+        return openai_error_response(500, MSG_INTERNAL, SERVER_ERROR, "internal_error")
     encoder = ChunkEncoder(model=route.alias, include_usage=chat.include_usage)
     response = StreamingHttpResponse(_stream(encoder, first, deltas), content_type="text/event-stream")
     for header, value in SSE_HEADERS.items():
@@ -91,7 +95,8 @@ def _body(request: HttpRequest) -> bytes:
     try:
         return request.body
     except RequestDataTooBig:
-        # A body without Content-Length slips past BodySizeLimitMiddleware and is caught here.
+        # A chunked body has no Content-Length for BodySizeLimitMiddleware to check; Django
+        # measures it while reading (DATA_UPLOAD_MAX_MEMORY_SIZE is MAX_REQUEST_BYTES).
         raise GatewayError(413, "Request body too large.", code="payload_too_large") from None
 
 

@@ -153,3 +153,17 @@ def test_a_browser_session_needs_the_csrf_token(live_server_url, transactional_d
     assert without_token.json()["error"]["code"] == "csrf_failed"
     assert with_token.status_code == 200
     assert with_token.json()["choices"][0]["message"]["content"].startswith("(offline model) You said: from the page")
+
+
+def test_it_refuses_an_oversized_body_sent_without_a_content_length(live_server_url, api_key):
+    body = json.dumps({"messages": [{"role": "user", "content": "x" * 1_100_000}]}).encode()
+
+    def pieces():  # a generator body goes out with chunked transfer encoding, no Content-Length
+        for start in range(0, len(body), 65536):
+            yield body[start:start + 65536]
+
+    response = requests.post(live_server_url + "/api/chat/completions", data=pieces(), timeout=30,
+                             headers={"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"})
+
+    assert response.status_code == 413
+    assert response.json()["error"]["code"] == "payload_too_large"
