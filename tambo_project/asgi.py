@@ -6,8 +6,11 @@ static handler, which needs no build step; a large deployment can put a CDN or n
 """
 import os
 
+from django.conf import settings
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 
+from tambo_project.asgi_limits import BodySizeLimit
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tambo_project.settings")
-application = ASGIStaticFilesHandler(get_asgi_application())
+application = BodySizeLimit(ASGIStaticFilesHandler(get_asgi_application()), settings.MAX_REQUEST_BYTES)
