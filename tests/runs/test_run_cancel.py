@@ -56,6 +56,7 @@ def the_only_answer(thread: dict) -> dict:
 
 # --- DELETE ----------------------------------------------------------------------------------------
 
+@pytest.mark.both_dbs
 def test_a_delete_from_another_connection_stops_the_run_and_keeps_the_partial_message(runs: Runs, api):
     slow = start_slow(runs)
     thread_id, run_id = slow.thread_id, slow.run_id
@@ -130,6 +131,7 @@ def test_another_user_cannot_cancel_a_run(runs: Runs, api):
     runs.wait_idle(thread_id)
 
 
+@pytest.mark.both_dbs
 def test_a_delete_through_another_server_process_stops_the_run(runs: Runs, api):
     second = LiveServer("offline-second")
     try:

@@ -95,6 +95,21 @@ def test_it_answers_404_for_another_projects_thread(runs: Runs, api, other_proje
     assert len(runs.thread(thread_id)["messages"]) == 2
 
 
+def test_the_body_is_checked_before_the_thread(runs: Runs, api):
+    body = {**runs.body("hello"), "temperature": "hot"}
+    assert_problem(api.post("/v1/threads/thr_doesnotexist/runs", body), 400, "VALIDATION_ERROR")
+
+
+def test_the_thread_is_checked_before_previous_run_id(runs: Runs):
+    assert_problem(runs.post("thr_doesnotexist", "hello", previousRunId="run_x"), 404, "THREAD_NOT_FOUND")
+
+
+def test_it_rejects_a_blank_user_key(api):
+    response = api.post("/v1/threads/runs", {"userKey": "   ", "message": text_message("hello")})
+    assert assert_problem(response, 400, "VALIDATION_ERROR")["field"] == "userKey"
+    assert thread_ids(api) == []
+
+
 def test_it_answers_401_without_a_key(api):
     anonymous = Api(api.base_url, None)
     assert_problem(anonymous.post("/v1/threads/runs", Runs(anonymous).body("hello")), 401, "UNAUTHORIZED")
@@ -120,6 +135,13 @@ def test_it_rejects_a_previous_run_id_on_a_thread_without_runs(runs: Runs, api):
     assert_problem(runs.post(thread_id, "hello", previousRunId="run_made_up"), 400, "INVALID_PREVIOUS_RUN")
 
 
+def test_tool_results_without_previous_run_id_are_refused_and_the_calls_stay_pending(runs: Runs):
+    thread_id, _, (call_id,) = paused_thread(runs)
+    message = {"role": "user", "content": [tool_result(call_id, "sunny")]}
+    assert_problem(runs.post(thread_id, message), 400, "INVALID_PREVIOUS_RUN")
+    assert runs.thread(thread_id)["pendingToolCallIds"] == [call_id]
+
+
 def test_it_accepts_the_last_completed_run_as_previous_run_id(runs: Runs):
     thread_id, events = runs.run_new("hello")
     again = runs.run(thread_id, "again", previousRunId=events[0]["runId"])
@@ -132,6 +154,7 @@ TWO_CALLS = 'Use get_weather and read_clock {"city": "Oslo"}'
 CLOCK = {"name": "read_clock", "description": "The user's clock.", "inputSchema": {"type": "object"}}
 
 
+@pytest.mark.both_dbs
 def test_it_names_the_missing_tool_results(runs: Runs):
     thread_id, run_id, (first, second) = paused_thread(runs, TWO_CALLS, tools=[WEATHER_TOOL, CLOCK])
     message = {"role": "user", "content": [tool_result(first, "sunny")]}
@@ -164,6 +187,7 @@ def test_it_rejects_a_previous_run_id_on_a_new_thread_without_creating_it(runs: 
     assert thread_ids(api) == []
 
 
+@pytest.mark.both_dbs
 def test_duplicate_tool_results_collapse_and_the_last_wins(runs: Runs):
     thread_id, run_id, (pending,) = paused_thread(runs)
     message = {"role": "user", "content": [tool_result(pending, "first answer"), tool_result(pending, "rainy")]}
@@ -177,6 +201,7 @@ def test_duplicate_tool_results_collapse_and_the_last_wins(runs: Runs):
 
 # --- 5. the lock -----------------------------------------------------------------------------------
 
+@pytest.mark.both_dbs
 def test_it_answers_409_with_the_current_run_while_another_run_streams(runs: Runs, api):
     slow = runs.post_new("!slow please")
     assert slow.status_code == 200

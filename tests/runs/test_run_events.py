@@ -90,6 +90,7 @@ def test_the_thread_shows_the_streaming_run_while_it_streams(runs: Runs, api):
 
 # --- client tools: pause -----------------------------------------------------------------------------
 
+@pytest.mark.both_dbs
 def test_a_client_tool_call_pauses_the_run_with_the_thread_already_idle(runs: Runs):
     response = runs.post_new('What is the weather? get_weather {"city": "Paris"}', tools=[WEATHER_TOOL])
     thread_id, run_id = response.headers["X-Thread-Id"], response.headers["X-Run-Id"]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Iterator
 
 import pytest
@@ -45,13 +46,27 @@ class Vendor:
     def requests(self) -> list[RecordedRequest]:
         return self.fake.requests[self._seen:]
 
+    def wait_requests(self, count: int, timeout: float = 10.0) -> list[RecordedRequest]:
+        deadline = time.monotonic() + timeout
+        while len(self.requests) < count:
+            assert time.monotonic() < deadline, f"the vendor got {len(self.requests)} requests, not {count}"
+            time.sleep(0.02)
+        return self.requests
+
+    def forget_script(self) -> int:
+        """Drops the replies no request took; returns how many there were."""
+        with self.fake._lock:
+            left = len(self.fake._script)
+            self.fake._script.clear()
+        return left
+
 
 @pytest.fixture
 def fake(vendor, openai_server) -> Iterator[Vendor]:
     view = Vendor(vendor)
     yield view
-    # A test that leaves replies behind would hand them to the next one.
-    assert vendor.pending == 0, "the test left scripted replies unused"
+    # A test that leaves replies behind would hand them to the next one: drop them, then complain.
+    assert view.forget_script() == 0, "the test left scripted replies unused"
 
 
 @pytest.fixture
@@ -247,3 +262,44 @@ def test_each_event_is_one_data_line_and_none_shows_the_key(runs: Runs, fake: Ve
     for frame in frames[:-1]:
         assert frame.startswith(b"data: ") and b"\n" not in frame, frame
         json.loads(frame[len(b"data: "):])
+
+
+def test_a_stall_before_any_output_is_cancelled_by_delete(runs: Runs, fake: Vendor):
+    fake.script(Stall(seconds=60))
+    response = runs.post_new("hi")
+    thread_id, run_id = response.headers["X-Thread-Id"], response.headers["X-Run-Id"]
+    stream = iter_events(response)
+    assert next(stream)["type"] == "RUN_STARTED"
+    (stalled,) = fake.wait_requests(1)
+    cancelled = runs.api.delete(f"/v1/threads/{thread_id}/runs/{run_id}")
+    assert cancelled.status_code == 200, cancelled.text
+    events = list(stream)
+    assert types(events) == ["RUN_ERROR"] and events[0]["code"] == "CANCELLED"
+    assert stalled.disconnected.wait(timeout=10)
+    thread = runs.wait_idle(thread_id)
+    assert thread["lastRunCancelled"] is True
+
+
+# --- what the model gets wrong ----------------------------------------------------------------------
+
+def test_an_error_mid_answer_keeps_the_partial_text(runs: Runs, fake: Vendor):
+    fake.script(StreamError(after=["Half an ", "answer"]))
+    thread_id, events = runs.run_new("hi")
+    assert text_of(events) == "Half an answer"
+    assert types(events)[-1] == "RUN_ERROR" and events[-1]["code"] == "LLM_SERVER_ERROR"
+    thread = runs.thread(thread_id)
+    assert thread["messages"][-1]["content"] == [{"type": "text", "text": "Half an answer"}]
+    assert "isCancelled" not in thread["messages"][-1]
+
+
+def test_a_tool_the_model_invents_gets_an_error_result_and_the_model_goes_on(runs: Runs, fake: Vendor):
+    fake.script(ToolCalls([ToolCall("launch_rocket", ['{"now": true}'], id="call_x")]), Text("Sorry."))
+    thread_id, events = runs.run_new("launch it", tools=[WEATHER_TOOL])
+    assert types(events)[-1] == "RUN_FINISHED" and "tambo.run.awaiting_input" not in types(events)
+    assert text_of(events) == "Sorry."
+    result = event_of(events, "TOOL_CALL_RESULT")
+    assert result["toolCallId"] == "call_x" and "launch_rocket" in result["content"]
+    sent = fake.requests[-1].body["messages"]
+    assert sent[-1]["role"] == "tool" and sent[-1]["tool_call_id"] == "call_x"
+    assert sent[-1]["content"].startswith("Error")
+    assert "pendingToolCallIds" not in runs.thread(thread_id)
