@@ -9,6 +9,7 @@ import requests
 
 import pytest
 
+from runs.models import Run
 from runs.providers.offline import SLOW_WORDS
 from tests.conftest import Api
 from tests.runs.conftest import Runs, paused_thread, text_of, tool_result
@@ -75,6 +76,7 @@ def test_a_delete_from_another_connection_stops_the_run_and_keeps_the_partial_me
     thread = runs.wait_idle(thread_id)
     assert thread["lastRunCancelled"] is True and "currentRunId" not in thread
     assert thread["lastCompletedRunId"] == run_id
+    assert Run.objects.get(id=run_id).status == Run.Status.CANCELLED
     answer = the_only_answer(thread)
     assert answer["isCancelled"] is True
     assert answer["id"] == events[1]["messageId"]

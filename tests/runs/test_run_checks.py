@@ -183,8 +183,13 @@ def test_it_rejects_tool_results_on_a_new_thread_without_creating_it(runs: Runs,
 
 
 def test_it_rejects_a_previous_run_id_on_a_new_thread_without_creating_it(runs: Runs, api):
-    assert_problem(runs.post_new("hello", previousRunId="run_made_up"), 400, "INVALID_PREVIOUS_RUN")
+    initial = [{"role": "system", "content": [{"type": "text", "text": "Be brief."}]}]
+    response = runs.post_new("hello", previousRunId="run_made_up", thread={"initialMessages": initial})
+    assert_problem(response, 400, "INVALID_PREVIOUS_RUN")
     assert thread_ids(api) == []
+    from threads.models import Message
+
+    assert not Message.objects.exists()
 
 
 @pytest.mark.both_dbs

@@ -5,6 +5,7 @@ import time
 
 import pytest
 
+from runs.models import Run
 from runs.services import ABANDONED_TEXT
 from tests.runs.conftest import (
     CLOCK_TOOL,
@@ -61,6 +62,17 @@ def test_a_text_run_streams_the_persisted_message(runs: Runs):
     assert answer["id"] == start["messageId"] and answer["role"] == "assistant"
     assert answer["content"] == [{"type": "text", "text": text_of(events)}]
     assert "isCancelled" not in answer
+
+
+def test_a_new_thread_run_stores_the_initial_messages_and_metadata_first(runs: Runs):
+    initial = [{"role": "system", "content": [{"type": "text", "text": "Be brief."}]},
+               {"role": "assistant", "content": [{"type": "text", "text": "Hi, how can I help?"}]}]
+    thread_id, events = runs.run_new("hello", thread={"initialMessages": initial}, threadMetadata={"from": "test"})
+    assert types(events)[-1] == "RUN_FINISHED"
+    thread = runs.thread(thread_id)
+    assert thread["metadata"] == {"from": "test"}
+    assert [(m["role"], m["content"][0]["text"]) for m in thread["messages"][:3]] == [
+        ("system", "Be brief."), ("assistant", "Hi, how can I help?"), ("user", "hello")]
 
 
 def test_the_thread_is_idle_with_the_last_completed_run_after_a_text_run(runs: Runs):
@@ -124,6 +136,7 @@ def test_a_client_tool_call_pauses_the_run_with_the_thread_already_idle(runs: Ru
     assert seen_then["runStatus"] == "idle" and "currentRunId" not in seen_then
     assert seen_then["pendingToolCallIds"] == [call_id]
     assert seen_then["lastCompletedRunId"] == run_id
+    assert Run.objects.get(id=run_id).status == Run.Status.AWAITING_INPUT
     (call_message,) = assistant_messages(runs.thread(thread_id))
     assert call_message["id"] == start["parentMessageId"]
     assert call_message["content"] == [{"type": "tool_use", "id": call_id, "name": "get_weather",
@@ -219,6 +232,9 @@ def test_a_model_error_ends_the_stream_with_one_run_error(runs: Runs):
     assert thread["runStatus"] == "idle" and "currentRunId" not in thread
     assert thread["lastRunError"] == {"code": "LLM_SERVER_ERROR", "message": error["message"]}
     assert thread["lastCompletedRunId"] == run_id
+    # The admin shows how the run ended.
+    run = Run.objects.get(id=run_id)
+    assert (run.status, run.error_code) == (Run.Status.FAILED, "LLM_SERVER_ERROR") and run.finished_at
 
 
 def test_a_good_run_after_a_failed_one_clears_the_last_error(runs: Runs):
