@@ -58,6 +58,7 @@ def last_run_id(api: Api, thread_id: str) -> str:
     return api.get(f"/v1/threads/{thread_id}").json()["lastCompletedRunId"]
 
 
+@pytest.mark.both_dbs
 def test_a_full_state_replaces_the_component_state(api):
     thread_id, component_id = render_card(api)
     assert component_block(api, thread_id, component_id)["state"] == {}
@@ -71,6 +72,7 @@ def test_a_full_state_replaces_the_component_state(api):
     assert block["props"] == {"title": "Hello"}  # props are not touched
 
 
+@pytest.mark.both_dbs
 def test_a_json_patch_updates_the_current_state(api):
     thread_id, component_id = render_card(api)
     post_state(api, thread_id, component_id, state={"count": 1, "tags": ["a"]})
@@ -137,6 +139,7 @@ def test_another_projects_key_cannot_set_the_state(api, other_project_key, live_
     assert_problem(post_state(other, thread_id, component_id, state={"a": 1}), 404, "THREAD_NOT_FOUND")
 
 
+@pytest.mark.both_dbs
 def test_the_state_cannot_change_while_a_run_is_active(api):
     thread_id, component_id = render_card(api)
     response = api.post(f"/v1/threads/{thread_id}/runs", {

@@ -127,6 +127,7 @@ def test_a_component_without_props_in_the_text_gets_its_schema_defaults(api):
     assert block["props"] == {"label": "new", "color": "green"}
 
 
+@pytest.mark.both_dbs
 def test_two_components_in_one_response(api):
     thread_id, events = run(api, 'A Badge and a Card {"title": "T", "label": "L"}',
                             availableComponents=[CARD, BADGE])

@@ -55,6 +55,7 @@ def enable(project, *names: str) -> None:
 
 # --- Offline model -----------------------------------------------------------------------------------
 
+@pytest.mark.both_dbs
 def test_the_calculate_tool_runs_inside_the_run_and_the_model_reads_its_result(api, project):
     enable(project, "calculate")
     thread_id, events = start(api, 'Please calculate {"expression": "2*(3+4)"}')
