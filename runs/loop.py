@@ -42,6 +42,7 @@ async def advance(started: StartedRun, control: RunControl, provider: Provider) 
         messages = build_model_messages(thread.project.system_prompt, started.history)
         counts = _Counts(started)
         for _ in range(MAX_STEPS):
+            persisted = None  # a cancel from here on leaves the previous, finished step alone
             control.check()
             step = Step(message_id=services.new_message_id(), toolbox=toolbox)
             async for event in _model_step(step, messages, started, provider, control):
