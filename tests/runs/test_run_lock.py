@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from runs.lock import LEASE_EXPIRED_CODE, lock_take
 from runs.models import Run
-from tests.runs.conftest import Runs, text_message
+from tests.runs.conftest import Runs, paused_thread, text_message, tool_result
 from tests.support.sse import read_events, types
 from threads.models import Thread
 
@@ -114,3 +114,20 @@ def test_a_takeover_still_follows_the_last_completed_run(runs: Runs):
     assert types(after)[-1] == "RUN_FINISHED"
     dead.refresh_from_db()
     assert dead.status == Run.Status.FAILED
+
+
+def test_of_simultaneous_continuations_exactly_one_answers_the_calls(runs: Runs, api):
+    thread_id, run_id, (call_id,) = paused_thread(runs)
+    body = runs.body({"role": "user", "content": [tool_result(call_id, "sunny")]}, previousRunId=run_id)
+    answers = post_at_once(api, f"/v1/threads/{thread_id}/runs", [body] * ATTEMPTS)
+    winners = [a for a in answers if a.status_code == 200]
+    assert len(winners) == 1, [a.text for a in answers]
+    for refused in answers:
+        if refused is not winners[0]:
+            # Refused by whichever check saw the winner first: the lock, or the calls already answered.
+            assert refused.json()["code"] in ("CONCURRENT_RUN", "INVALID_TOOL_RESULT", "INVALID_PREVIOUS_RUN")
+    events = read_events(winners[0])
+    assert "Tool get_weather returned: sunny" in "".join(e.get("delta", "") for e in events)
+    thread = runs.wait_idle(thread_id)
+    results = [b for m in thread["messages"] for b in m["content"] if b["type"] == "tool_result"]
+    assert results == [tool_result(call_id, "sunny")]
