@@ -1,0 +1,170 @@
+// Draws a view (see reducer.js) into a message list, reusing the DOM nodes of unchanged parts so a
+// streamed message only updates its text. Everything the model says goes in through textContent.
+
+import { rendererFor } from "./components.js";
+
+const STATUS_LABELS = {
+  idle: "idle",
+  requesting: "requesting…",
+  streaming: "streaming…",
+  "calling-tools": "calling tools…",
+  completed: "completed",
+  cancelled: "cancelled",
+  error: "error",
+};
+
+export function statusLabel(status) {
+  return STATUS_LABELS[status] || status;
+}
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function pretty(text) {
+  if (text === null || text === undefined) return "";
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    return String(text);
+  }
+}
+
+// handlers: { onRetry(), onComponentState(block, newState), busy, emptyText }
+export function renderView(list, view, handlers = {}) {
+  const wanted = [];
+  for (const message of view.messages) {
+    let node = list.querySelector(`:scope > li[data-message-id="${CSS.escape(message.id)}"]`);
+    if (!node) {
+      node = el("li", `msg msg-${message.role}`);
+      node.dataset.messageId = message.id;
+      node.append(el("div", "msg-role", message.role === "user" ? "You" : "Assistant"), el("div", "msg-body"));
+      node._blocks = new Map();
+    }
+    updateMessage(node, message, handlers);
+    wanted.push(node);
+  }
+  if (view.notice) {
+    const notice = el("li", "msg msg-notice", view.notice);
+    notice.setAttribute("role", "status");
+    wanted.push(notice);
+  }
+  if (view.error) wanted.push(errorNode(view.error, handlers));
+  if (view.messages.length === 0 && !view.error && !view.notice && handlers.emptyText) {
+    wanted.push(el("li", "msg msg-empty", handlers.emptyText));
+  }
+  // Put the wanted nodes in order; anything else (old notices, errors) goes.
+  const stickToBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 80;
+  [...list.children].forEach((child) => {
+    if (!wanted.includes(child)) child.remove();
+  });
+  wanted.forEach((node, index) => {
+    if (list.children[index] !== node) list.insertBefore(node, list.children[index] || null);
+  });
+  if (stickToBottom) list.scrollTop = list.scrollHeight;
+}
+
+function errorNode(error, handlers) {
+  const node = el("li", "msg msg-error");
+  node.setAttribute("role", "alert");
+  const text = el("span", "error-text", error.message);
+  node.append(el("strong", null, "Error"), document.createTextNode(" "), text);
+  if (error.code) node.append(el("code", "error-code", error.code));
+  if (handlers.onRetry) {
+    const retry = el("button", "retry", "Retry");
+    retry.type = "button";
+    retry.disabled = Boolean(handlers.busy);
+    retry.addEventListener("click", () => handlers.onRetry());
+    node.append(retry);
+  }
+  return node;
+}
+
+function updateMessage(node, message, handlers) {
+  node.classList.toggle("is-cancelled", message.cancelled);
+  const body = node.querySelector(".msg-body");
+  const keep = [];
+  for (const block of message.blocks) {
+    let part = node._blocks.get(block.key);
+    if (!part) {
+      part = createBlock(block);
+      node._blocks.set(block.key, part);
+    }
+    updateBlock(part, block, handlers);
+    keep.push(part);
+  }
+  if (message.cancelled) {
+    let badge = node.querySelector(":scope > .msg-badge");
+    if (!badge) node.append(el("span", "msg-badge", "cancelled"));
+  }
+  [...body.children].forEach((child) => {
+    if (!keep.includes(child)) child.remove();
+  });
+  keep.forEach((part, index) => {
+    if (body.children[index] !== part) body.insertBefore(part, body.children[index] || null);
+  });
+}
+
+function createBlock(block) {
+  if (block.kind === "text") return el("div", "block-text");
+  if (block.kind === "tool") {
+    const card = el("details", "tool-card");
+    const summary = el("summary");
+    summary.append(el("span", "tool-icon", "⚙"), el("span", "tool-name"), el("span", "tool-status"));
+    const args = el("pre", "tool-args");
+    const result = el("pre", "tool-result");
+    card.append(summary, el("div", "tool-label", "Arguments"), args, el("div", "tool-label", "Result"), result);
+    return card;
+  }
+  if (block.kind === "component") {
+    const card = el("section", "component-card");
+    card.append(el("header", "component-head"), el("div", "component-body"), el("div", "component-note"));
+    return card;
+  }
+  return el("div", "block-unknown");
+}
+
+function updateBlock(part, block, handlers) {
+  if (block.kind === "text") {
+    if (part.textContent !== block.text) part.textContent = block.text;
+    return;
+  }
+  if (block.kind === "tool") {
+    part.dataset.status = block.status;
+    part.dataset.toolName = block.name;
+    part.dataset.toolCallId = block.id;
+    part.querySelector(".tool-name").textContent = block.name;
+    part.querySelector(".tool-status").textContent = block.status;
+    part.querySelector(".tool-args").textContent = pretty(block.args) || "{}";
+    const result = block.result === null ? (block.status === "running" ? "running…" : "—") : pretty(block.result);
+    part.querySelector(".tool-result").textContent = result;
+    part.classList.toggle("is-error", Boolean(block.isError));
+    return;
+  }
+  if (block.kind === "component") {
+    const signature = JSON.stringify([block.props, block.state, block.streaming]);
+    part.dataset.componentId = block.id;
+    part.dataset.componentName = block.name;
+    part.dataset.streaming = String(block.streaming);
+    part.querySelector(".component-head").textContent = block.streaming ? `${block.name} · streaming props…` : block.name;
+    part.querySelector(".component-note").textContent = block.note || "";
+    if (part._signature === signature) return;
+    part._signature = signature;
+    const body = part.querySelector(".component-body");
+    body.replaceChildren();
+    const renderer = rendererFor(block.name);
+    if (!renderer) {
+      body.append(el("pre", "tool-args", JSON.stringify(block.props, null, 2)));
+      return;
+    }
+    const setState = (state) => handlers.onComponentState?.(block, state);
+    try {
+      renderer.render(body, block.props || {}, block.state || {}, block.streaming ? () => {} : setState);
+    } catch (error) {
+      body.append(el("p", "component-note", `Could not draw ${block.name}: ${error.message}`));
+    }
+  }
+}

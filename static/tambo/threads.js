@@ -1,0 +1,238 @@
+// The threads tab: talks to the v1 API (threads, streaming runs, client tools, components).
+//
+// A turn: POST a run (new thread: /v1/threads/runs; else /v1/threads/{id}/runs with previousRunId =
+// the thread's lastCompletedRunId), fold its events into the view, and while the run pauses on
+// `tambo.run.awaiting_input`, run the pending tools in the page and post their results as a
+// continuation. Stop sends DELETE for the run and aborts the fetch.
+
+import { ApiError, request, requestJson } from "./api.js";
+import { componentSpecs } from "./components.js";
+import { addUserMessage, endRun, findBlock, newView, reduceEvent, viewFromThread } from "./reducer.js";
+import { isAbort, readSSE } from "./sse.js";
+import { runTool, toolSpecs } from "./tools.js";
+
+export class ThreadsChat {
+  constructor({ onChange, onThreadsChange }) {
+    this.onChange = onChange; // (view, active) → redraw the conversation
+    this.onThreadsChange = onThreadsChange; // (threads, currentId) → redraw the sidebar
+    this.threads = [];
+    this.thread = null; // the open thread as the server last described it
+    this.view = newView();
+    this.active = null; // { abort, threadId, runId, stopping, deletion } while a turn runs
+    this.lastInput = null; // what the last failed attempt sent, for Retry
+    this.deferredStates = new Map(); // componentId → { block, previous } changed during a run
+  }
+
+  get busy() {
+    return this.active !== null;
+  }
+
+  changed() {
+    this.onChange(this.view, this.busy);
+  }
+
+  async loadThreads() {
+    const page = await requestJson("GET", "/v1/threads?limit=50");
+    this.threads = page.threads;
+    this.onThreadsChange(this.threads, this.thread?.id ?? null);
+  }
+
+  newThread() {
+    if (this.busy) return;
+    this.thread = null;
+    this.deferredStates.clear();
+    this.view = newView();
+    this.lastInput = null;
+    this.onThreadsChange(this.threads, null);
+    this.changed();
+  }
+
+  async openThread(id) {
+    if (this.busy) return;
+    const thread = await requestJson("GET", `/v1/threads/${encodeURIComponent(id)}`);
+    this.thread = thread;
+    this.deferredStates.clear();
+    this.view = viewFromThread(thread);
+    this.lastInput = null;
+    this.onThreadsChange(this.threads, id);
+    this.changed();
+  }
+
+  async send(text) {
+    const trimmed = text.trim();
+    if (!trimmed || this.busy) return false;
+    this.view.error = null;
+    this.view.notice = null;
+    addUserMessage(this.view, trimmed);
+    // A new thread is named after its first message once the run has ended.
+    const nameAs = this.thread === null ? trimmed : null;
+    await this.turn({ role: "user", content: [{ type: "text", text: trimmed }] }, nameAs);
+    return true;
+  }
+
+  async retry() {
+    if (this.busy || !this.lastInput) return;
+    this.view.error = null;
+    this.view.notice = null;
+    await this.turn(this.lastInput);
+  }
+
+  async stop() {
+    const active = this.active;
+    if (!active || active.stopping || active.settling) return;
+    active.stopping = true;
+    if (active.threadId && active.runId) {
+      const path = `/v1/threads/${encodeURIComponent(active.threadId)}/runs/${encodeURIComponent(active.runId)}`;
+      // 404 means the run had already ended: nothing to cancel.
+      active.deletion = request("DELETE", path).catch(() => null);
+    }
+    active.abort.abort();
+  }
+
+  // The server refuses state changes while a run is active (409 RUN_ACTIVE): during a run the change
+  // is shown at once and saved when the run has ended.
+  async updateComponentState(block, state, previous = block.state) {
+    block.state = state;
+    if (!this.thread || this.busy) {
+      block.note = "Will be saved when the run has finished.";
+      if (!this.deferredStates.has(block.id)) this.deferredStates.set(block.id, { block, previous });
+      this.changed();
+      return;
+    }
+    block.note = "Saving…";
+    this.changed();
+    try {
+      const path = `/v1/threads/${encodeURIComponent(this.thread.id)}/components/${encodeURIComponent(block.id)}/state`;
+      const answer = await requestJson("POST", path, { body: { state } });
+      block.state = answer.state;
+      block.note = "Saved.";
+    } catch (error) {
+      block.state = previous;
+      block.note = `Not saved: ${error.message}`;
+    }
+    this.changed();
+  }
+
+  // --- the turn: run, tools, continuation, … ---------------------------------------------------------
+
+  async turn(message, nameAs = null) {
+    const abort = new AbortController();
+    this.active = { abort, threadId: this.thread?.id ?? null, runId: null, stopping: false, deletion: null };
+    this.view.status = "requesting";
+    this.changed();
+    try {
+      let next = message;
+      while (next) {
+        this.lastInput = next;
+        const pending = await this.streamRun(next, abort.signal);
+        if (!pending) break;
+        next = { role: "user", content: await this.runPendingTools(pending, abort.signal) };
+      }
+      this.lastInput = this.view.status === "error" ? this.lastInput : null;
+    } catch (error) {
+      if (isAbort(error) || this.active.stopping) {
+        endRun(this.view, "cancelled");
+      } else {
+        console.error(error);
+        endRun(this.view, "error", {
+          message: error.message || String(error),
+          code: error.code || (error instanceof ApiError ? `HTTP_${error.status}` : "NETWORK_ERROR"),
+          retryable: error instanceof ApiError ? error.retryable : true,
+        });
+      }
+    } finally {
+      // Still busy until the thread is re-read: a Retry or a new message needs its lastCompletedRunId.
+      this.active.settling = true;
+      if (this.active.deletion) await this.active.deletion;
+      if (nameAs && this.thread?.id) await this.nameThread(nameAs);
+      else await this.refreshThread();
+      this.active = null;
+      this.changed();
+      const deferred = [...this.deferredStates.values()];
+      this.deferredStates.clear();
+      for (const { block, previous } of deferred) await this.updateComponentState(block, block.state, previous);
+    }
+  }
+
+  // One run's stream. Returns the pending tool calls when the run paused for them, else null.
+  async streamRun(message, signal) {
+    const body = { message, tools: toolSpecs(), availableComponents: componentSpecs() };
+    let path = "/v1/threads/runs";
+    if (this.thread) {
+      path = `/v1/threads/${encodeURIComponent(this.thread.id)}/runs`;
+      if (this.thread.lastCompletedRunId) body.previousRunId = this.thread.lastCompletedRunId;
+    }
+    this.view.status = "requesting";
+    this.view.pending = null;
+    this.changed();
+    const response = await request("POST", path, { body, signal, accept: "text/event-stream" });
+    const threadId = response.headers.get("X-Thread-Id");
+    this.active.runId = response.headers.get("X-Run-Id");
+    if (threadId) {
+      this.thread = { id: threadId };
+      this.active.threadId = threadId;
+      this.onThreadsChange(this.threads, threadId);
+    }
+    let ended = false;
+    for await (const event of readSSE(response, signal)) {
+      reduceEvent(this.view, event);
+      this.changed();
+      if (event.type === "RUN_FINISHED" || event.type === "RUN_ERROR") ended = true;
+    }
+    if (!ended) throw Object.assign(new Error("The connection closed before the run finished."), { code: "STREAM_CLOSED" });
+    if (this.view.status === "error") return null;
+    if (this.view.status === "cancelled") return null;
+    if (this.view.pending?.length) {
+      // The paused run is now the thread's last completed run: the continuation must name it.
+      this.thread = { ...this.thread, lastCompletedRunId: this.view.runId };
+      return this.view.pending;
+    }
+    return null;
+  }
+
+  async runPendingTools(pending, signal) {
+    this.view.status = "calling-tools";
+    const blocks = [];
+    for (const call of pending) {
+      const found = findBlock(this.view, "tool", call.toolCallId);
+      if (found) found.block.status = "running";
+      this.changed();
+      const { text, isError } = await runTool(call.toolName, call.arguments, signal);
+      if (found) {
+        found.block.result = text;
+        found.block.isError = isError;
+        found.block.status = isError ? "failed" : "done";
+      }
+      this.changed();
+      const block = { type: "tool_result", toolUseId: call.toolCallId, content: [{ type: "text", text }] };
+      if (isError) block.isError = true;
+      blocks.push(block);
+    }
+    return blocks;
+  }
+
+  async refreshThread() {
+    if (!this.thread?.id) return;
+    try {
+      this.thread = await requestJson("GET", `/v1/threads/${encodeURIComponent(this.thread.id)}`);
+      const known = this.threads.findIndex((t) => t.id === this.thread.id);
+      const summary = { ...this.thread };
+      delete summary.messages;
+      if (known >= 0) this.threads[known] = summary;
+      else this.threads.unshift(summary);
+      this.onThreadsChange(this.threads, this.thread.id);
+    } catch (error) {
+      console.warn("Could not refresh the thread", error);
+    }
+  }
+
+  async nameThread(text) {
+    const name = text.length > 60 ? `${text.slice(0, 57)}…` : text;
+    try {
+      await requestJson("PATCH", `/v1/threads/${encodeURIComponent(this.thread.id)}`, { body: { name } });
+      await this.refreshThread();
+    } catch (error) {
+      console.warn("Could not name the thread", error);
+    }
+  }
+}

@@ -1,0 +1,20 @@
+"""The browser chat page and its login/logout: plain Django views, no API key anywhere in the HTML.
+
+The page talks to `/v1` and `/api` with the session cookie and the CSRF token (see auth.py); the
+JavaScript is static ES modules under static/tambo/.
+"""
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import render
+from django.views.decorators.csrf import ensure_csrf_cookie
+
+
+@login_required
+@ensure_csrf_cookie
+def chat_page(request):
+    return render(request, "tambo/chat.html", {"username": request.user.get_username()})
+
+
+login_view = auth_views.LoginView.as_view(
+    template_name="tambo/login.html", redirect_authenticated_user=True, next_page="/")
+logout_view = auth_views.LogoutView.as_view(next_page="/login/")

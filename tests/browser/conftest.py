@@ -1,0 +1,105 @@
+"""Fixtures for the browser tests: Debian's Chromium driven by Playwright, a logged-in page.
+
+Every test's page is saved as a screenshot under test-artifacts/screenshots/ when the test ends.
+"""
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+
+from tests.conftest import require_part
+
+# Playwright's sync API keeps an asyncio loop in this thread; the tests' own ORM checks are plain
+# synchronous code all the same, so Django's async-safety guard is turned off for them.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+CHROMIUM = "/usr/bin/chromium"
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
+PASSWORD = "correct horse battery"
+DESKTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[object]:
+    require_part(os.path.exists(CHROMIUM), "apt-get install chromium")
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=15_000)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def web_user(transactional_db, django_user_model):
+    return django_user_model.objects.create_user("ada", password=PASSWORD)
+
+
+def screenshot(page, name: str) -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', name)}.png"
+    page.screenshot(path=str(path), full_page=False)
+    return path
+
+
+@pytest.fixture
+def open_page(chromium, live_server_url, request) -> Iterator[Callable]:
+    """open_page(viewport=DESKTOP) → a fresh browser page; its screenshot is saved at teardown."""
+    contexts = []
+    pages = []
+
+    def open_(viewport: dict = DESKTOP):
+        context = chromium.new_context(viewport=viewport, base_url=live_server_url)
+        context.set_default_timeout(15_000)
+        contexts.append(context)
+        page = context.new_page()
+        page.errors = []  # uncaught page errors, to assert none happened
+        page.on("pageerror", lambda error: page.errors.append(str(error)))
+        pages.append(page)
+        return page
+
+    yield open_
+    for index, page in enumerate(pages):
+        try:
+            screenshot(page, request.node.name + (f"-{index}" if index else ""))
+        except Exception:  # noqa: BLE001 - a closed page has nothing to show
+            pass
+    for context in contexts:
+        context.close()
+
+
+def log_in(page, username: str = "ada", password: str = PASSWORD) -> None:
+    page.goto("/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("button[type=submit]")
+    page.wait_for_selector("body[data-ready=true]")
+
+
+@pytest.fixture
+def chat(open_page, web_user):
+    """A desktop page, logged in through the login form, on the chat page."""
+    page = open_page()
+    log_in(page)
+    return page
+
+
+def wait_until(condition: Callable[[], object], timeout: float = 15.0, what: str = "condition"):
+    """Polls `condition` (e.g. a database check) until it returns something truthy."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"Timed out waiting for {what}")
+        time.sleep(0.05)
