@@ -47,6 +47,8 @@ def build_model_messages(system_prompt: str, messages: list[Message]) -> list[di
             for block in message.content:
                 if block.get("type") == "tool_result":
                     out.append({"role": "tool", "tool_call_id": block["toolUseId"], "content": result_text(block)})
+            if message.additional_context:
+                out.append(_context_message(message.additional_context))
         elif message.role == Message.Role.ASSISTANT:
             out.extend(_assistant(message, answered))
         else:
@@ -59,11 +61,15 @@ def _user_or_system(message: Message) -> list[dict[str, Any]]:
     result = []
     if message.additional_context:
         # Context from the application (what the user sees, selections…), given just before the text.
-        context = json.dumps(message.additional_context, ensure_ascii=False)
-        result.append({"role": "system", "content": f"Additional context from the application: {context}"})
+        result.append(_context_message(message.additional_context))
     if text:
         result.append({"role": message.role, "content": text})
     return result
+
+
+def _context_message(context: Any) -> dict[str, Any]:
+    return {"role": "system",
+            "content": f"Additional context from the application: {json.dumps(context, ensure_ascii=False)}"}
 
 
 def _assistant(message: Message, answered: set[str]) -> list[dict[str, Any]]:

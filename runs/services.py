@@ -115,23 +115,26 @@ def _request_params(body: wire.CreateRunBody) -> dict[str, Any]:
 
 def _store_input(thread: Thread, run: Run, body: wire.CreateRunBody, results: dict[str, Any]) -> None:
     """Writes the request's message. Caller holds the thread's run lock transaction."""
-    for tool_use_id in thread.pending_tool_call_ids or []:
+    other = [b.wire() for b in body.message.content if not isinstance(b, wire.InToolResultBlock)]
+    pending = thread.pending_tool_call_ids or []
+    for index, tool_use_id in enumerate(pending):
         result = results.get(tool_use_id)
         block = (result.wire() if result is not None else
                  {"type": "tool_result", "toolUseId": tool_use_id, "isError": True,
                   "content": [{"type": "text", "text": ABANDONED_TEXT}]})
+        # A continuation's context reaches the model too (spec section 4); with no user text to
+        # carry it, it rides on the last tool result rather than on an empty user message.
+        context = body.message.additional_context if (not other and index == len(pending) - 1) else None
         thread_services.message_create(thread=thread, role=Message.Role.TOOL, content=[block], run_id=run.id,
-                                       tool_call_id=tool_use_id)
-    other = [b.wire() for b in body.message.content if not isinstance(b, wire.InToolResultBlock)]
+                                       tool_call_id=tool_use_id, additional_context=context)
     if other or not results:
         thread_services.message_create(thread=thread, role=Message.Role.USER, content=other, run_id=run.id,
                                        metadata=body.message.metadata,
                                        additional_context=body.message.additional_context)
-    elif body.message.additional_context is not None:
-        # A continuation's context reaches the model too (spec section 4).
-        thread_services.message_create(thread=thread, role=Message.Role.USER, content=[], run_id=run.id,
-                                       additional_context=body.message.additional_context,
-                                       metadata={"tambo": "continuation-context"})
+    if body.previous_run_id:
+        # The paused run this one answers is done now.
+        Run.objects.filter(id=body.previous_run_id, status=Run.Status.AWAITING_INPUT).update(
+            status=Run.Status.COMPLETED)
 
 
 def _count_turn_tool_calls(started: StartedRun) -> None:

@@ -14,3 +14,11 @@ from tambo_project.asgi_limits import BodySizeLimit
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tambo_project.settings")
 application = BodySizeLimit(ASGIStaticFilesHandler(get_asgi_application()), settings.MAX_REQUEST_BYTES)
+
+# Import the heavy modules of the run path (the MCP SDK, the model provider) now rather than
+# inside the first run, which would otherwise wait seconds for them.
+import runs.loop  # noqa: E402,F401
+import tools.mcp_client  # noqa: E402,F401
+from runs.providers import get_provider  # noqa: E402
+
+get_provider()
