@@ -98,15 +98,17 @@ def main() -> None:
         app.terminate()
         app.wait()
     print()
-    print(f"{'deltas':>7} {'events':>7} | {'first event ms':>15} {'baseline':>9} | "
-          f"{'events/s':>10} {'baseline':>10} {'ratio':>6}")
-    print("-" * 78)
+    print(f"{'deltas':>7} {'events':>7} | {'first event ms':>14} {'baseline':>9} | {'whole run ms':>12} "
+          f"{'baseline':>9} | {'events/s':>9} {'baseline':>9} {'ratio':>6}")
+    print("-" * 96)
     for n, real, baseline in rows:
         ttfe, base_ttfe = (statistics.median(r[0] for r in s) * 1000 for s in (real, baseline))
-        eps = statistics.median(r[2] / r[1] for r in real)
-        base_eps = statistics.median(r[2] / r[1] for r in baseline)
-        print(f"{n:>7} {real[-1][2]:>7} | {ttfe:>15.2f} {base_ttfe:>9.2f} | {eps:>10.0f} {base_eps:>10.0f} "
-              f"{eps / base_eps:>6.2f}")
+        total, base_total = (statistics.median(r[1] for r in s) * 1000 for s in (real, baseline))
+        # Streaming rate once the first event is out: the pipeline's per-event cost, without the
+        # one-off cost of checking the request and taking the lock.
+        eps, base_eps = (statistics.median((r[2] - 1) / max(r[1] - r[0], 1e-9) for r in s) for s in (real, baseline))
+        print(f"{n:>7} {real[-1][2]:>7} | {ttfe:>14.2f} {base_ttfe:>9.2f} | {total:>12.1f} {base_total:>9.1f} | "
+              f"{eps:>9.0f} {base_eps:>9.0f} {eps / base_eps:>6.2f}")
     print(f"\nmedians of {args.repeat} runs each; the app on SQLite with the offline model; loopback client.")
 
 

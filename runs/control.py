@@ -23,6 +23,7 @@ T = TypeVar("T")
 
 _DONE = object()
 _CANCELLED = object()
+_YIELD_EVERY = 16
 
 
 class RunCancelled(Exception):
@@ -82,7 +83,9 @@ class RunControl:
                     queue.put_nowait(item)
                     # A source that never waits (a cached or local model) would otherwise hold the
                     # event loop until it ends, and nothing would reach the socket before that.
-                    await asyncio.sleep(0)
+                    # Yielding every few items lets what is ready go out together in one write.
+                    if queue.qsize() >= _YIELD_EVERY:
+                        await asyncio.sleep(0)
                 queue.put_nowait(_DONE)
             except asyncio.CancelledError:
                 raise
