@@ -61,7 +61,9 @@ function main() {
   threads = new ThreadsChat({
     onChange: (view, busy) => {
       threadPanel.draw(view, busy);
-      document.body.dataset.threadsBusy = String(busy);
+      // One thread at a time: switching waits until the run (and its bookkeeping) has ended.
+      $("#new-thread").disabled = busy;
+      for (const item of document.querySelectorAll(".thread-item")) item.disabled = busy;
     },
     onThreadsChange: drawThreadList,
   });
@@ -121,6 +123,7 @@ function main() {
       button.className = "thread-item";
       button.dataset.threadId = thread.id;
       if (thread.id === currentId) button.setAttribute("aria-current", "true");
+      button.disabled = Boolean(threads?.busy);
       const name = document.createElement("span");
       name.className = "thread-name";
       name.textContent = thread.name || "Untitled thread";

@@ -3,7 +3,7 @@
 // A turn: POST a run (new thread: /v1/threads/runs; else /v1/threads/{id}/runs with previousRunId =
 // the thread's lastCompletedRunId), fold its events into the view, and while the run pauses on
 // `tambo.run.awaiting_input`, run the pending tools in the page and post their results as a
-// continuation. Stop sends DELETE for the run and aborts the fetch.
+// continuation. Stop sends DELETE for the run, then aborts the fetch.
 
 import { ApiError, request, requestJson } from "./api.js";
 import { componentSpecs } from "./components.js";
@@ -82,9 +82,11 @@ export class ThreadsChat {
     if (!active || active.stopping || active.settling) return;
     active.stopping = true;
     if (active.threadId && active.runId) {
+      // DELETE first, so the server records a cancel even if this process is not the one streaming;
+      // then abort the fetch (right away when the DELETE fails: 404 means the run had already ended).
       const path = `/v1/threads/${encodeURIComponent(active.threadId)}/runs/${encodeURIComponent(active.runId)}`;
-      // 404 means the run had already ended: nothing to cancel.
       active.deletion = request("DELETE", path).catch(() => null);
+      await active.deletion;
     }
     active.abort.abort();
   }

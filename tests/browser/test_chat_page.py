@@ -306,6 +306,7 @@ def test_at_phone_width_the_composer_is_visible_and_the_drawers_open(open_page, 
     expect(last_answer(page)).to_contain_text("You said: hi from a phone")
     expect(composer).to_be_in_viewport()
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    screenshot(page, "phone-chat")
 
     page.click("#toggle-workbench")
     expect(page.locator("#demo-table")).to_be_visible()
