@@ -149,24 +149,27 @@ def _upsert_message(snapshot: ThreadSnapshot, message_id: str, change: Any, role
 
 
 def _update_tool_call(snapshot: ThreadSnapshot, tool_call_id: str, change: Any) -> ThreadSnapshot:
-    for i, message in enumerate(snapshot.messages):
-        for j, call in enumerate(message.tool_calls):
-            if call.id == tool_call_id:
-                calls = message.tool_calls[:j] + (change(call),) + message.tool_calls[j + 1:]
-                new_message = replace(message, tool_calls=calls)
-                return replace(snapshot, messages=snapshot.messages[:i] + (new_message,) + snapshot.messages[i + 1:])
-    logger.debug("event for unknown tool call %s ignored", tool_call_id)
-    return snapshot
+    return _update_in_message(snapshot, "tool_calls", tool_call_id, change, "tool call")
 
 
 def _update_component(snapshot: ThreadSnapshot, component_id: str, change: Any) -> ThreadSnapshot:
+    return _update_in_message(snapshot, "components", component_id, change, "component")
+
+
+def _update_in_message(snapshot: ThreadSnapshot, field_name: str, item_id: str, change: Any,
+                       kind: str) -> ThreadSnapshot:
+    """Replace the item `item_id` of some message's `field_name` tuple with `change(item)`.
+
+    An id no message holds leaves the snapshot as it is (logged at debug level as an unknown `kind`).
+    """
     for i, message in enumerate(snapshot.messages):
-        for j, comp in enumerate(message.components):
-            if comp.id == component_id:
-                comps = message.components[:j] + (change(comp),) + message.components[j + 1:]
-                new_message = replace(message, components=comps)
+        items = getattr(message, field_name)
+        for j, item in enumerate(items):
+            if item.id == item_id:
+                new_items = items[:j] + (change(item),) + items[j + 1:]
+                new_message = replace(message, **{field_name: new_items})
                 return replace(snapshot, messages=snapshot.messages[:i] + (new_message,) + snapshot.messages[i + 1:])
-    logger.debug("event for unknown component %s ignored", component_id)
+    logger.debug("event for unknown %s %s ignored", kind, item_id)
     return snapshot
 
 
