@@ -16,6 +16,15 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+def spawn_chat(base_url: str, api_key: str, user_key: str) -> pexpect.spawn:
+    """`python -m clientsdk chat` against `base_url`, in a pseudo-terminal."""
+    return pexpect.spawn(
+        sys.executable, ["-m", "clientsdk", "chat", "--base-url", base_url, "--api-key", api_key,
+                         "--user-key", user_key],
+        cwd=str(ROOT), encoding="utf-8", timeout=30,
+    )
+
+
 def test_roll_dice_and_local_time_are_real_tools():
     result = roll_dice(sides=6, count=3)
     assert len(result["rolls"]) == 3 and all(1 <= r <= 6 for r in result["rolls"])
@@ -26,11 +35,7 @@ def test_roll_dice_and_local_time_are_real_tools():
 
 
 def test_chat_streams_answers_shows_tool_calls_and_exits_on_ctrl_c(live_server_url, api_key):
-    child = pexpect.spawn(
-        sys.executable, ["-m", "clientsdk", "chat", "--base-url", live_server_url, "--api-key", api_key,
-                         "--user-key", "cli-user"],
-        cwd=str(ROOT), encoding="utf-8", timeout=30,
-    )
+    child = spawn_chat(live_server_url, api_key, "cli-user")
     try:
         child.expect_exact("tools: local_time, roll_dice")
         child.expect_exact("you> ")
@@ -66,11 +71,7 @@ def test_chat_streams_answers_shows_tool_calls_and_exits_on_ctrl_c(live_server_u
 
 
 def test_chat_exits_cleanly_on_ctrl_c_at_the_prompt(live_server_url, api_key):
-    child = pexpect.spawn(
-        sys.executable, ["-m", "clientsdk", "chat", "--base-url", live_server_url, "--api-key", api_key,
-                         "--user-key", "cli-user-2"],
-        cwd=str(ROOT), encoding="utf-8", timeout=30,
-    )
+    child = spawn_chat(live_server_url, api_key, "cli-user-2")
     try:
         child.expect_exact("you> ")
         child.sendintr()
