@@ -128,9 +128,12 @@ class Watcher:
         self._task: asyncio.Task | None = None
 
     def register(self, control: RunControl) -> None:
+        """Adds a run; starts the watcher task on the running loop unless one already runs there."""
         self.controls[control.run_id] = control
-        if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(self._loop())
+        loop = asyncio.get_running_loop()
+        # A task left behind by a loop that closed without cancelling it is never done, yet never runs.
+        if self._task is None or self._task.done() or self._task.get_loop() is not loop:
+            self._task = loop.create_task(self._loop())
 
     def unregister(self, control: RunControl) -> None:
         self.controls.pop(control.run_id, None)

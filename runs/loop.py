@@ -8,6 +8,7 @@ is open while the model or a tool runs.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any, AsyncIterator
 
@@ -15,6 +16,7 @@ from ag_ui.core import BaseEvent, CustomEvent, RunErrorEvent, RunFinishedEvent, 
 from ag_ui.core import RunStartedEvent, ToolCallResultEvent
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import close_old_connections
 
 from runs import services
 from runs.control import RunCancelled, RunControl
@@ -29,9 +31,50 @@ log = logging.getLogger(__name__)
 
 MAX_STEPS = 50
 LIMIT_NOTE = " Answer the user now without calling more tools."
+CRASH_RELEASE_DELAYS = (0.0, 0.5, 2.0)  # seconds before each try to record a crashed run as failed
 
 
 async def advance(started: StartedRun, control: RunControl, provider: Provider) -> AsyncIterator[BaseEvent]:
+    """The run's events, from RUN_STARTED to exactly one RUN_FINISHED or RUN_ERROR.
+
+    Whatever escapes the loop itself (typically the database failing while the loop records how the
+    run ended) still ends the stream with RUN_ERROR INTERNAL_ERROR, and the run is recorded as failed
+    and its lock released, retrying briefly; if the database stays away, the lease expires instead.
+    """
+    ended = False
+    try:
+        async for event in _advance(started, control, provider):
+            ended = ended or isinstance(event, (RunFinishedEvent, RunErrorEvent))
+            yield event
+    except Exception:
+        log.exception("Run %s failed while ending", started.run.id)
+        if ended:
+            return
+        await _fail_after_crash(started)
+        control.settled = True
+        yield RunErrorEvent(message="An internal error occurred.", code="INTERNAL_ERROR", category="server_error",
+                            isRetryable=True)
+
+
+async def _fail_after_crash(started: StartedRun) -> None:
+    for delay in CRASH_RELEASE_DELAYS:
+        await asyncio.sleep(delay)
+        try:
+            await sync_to_async(_run_failed_fresh)(started)
+            return
+        except Exception:  # noqa: BLE001 - retried; the lease is the last resort
+            log.warning("Run %s: could not record the failure yet", started.run.id)
+    log.error("Run %s: could not release its lock; it is freed when its lease expires", started.run.id)
+
+
+def _run_failed_fresh(started: StartedRun) -> None:
+    # A connection broken by the outage would fail every retry: drop it so Django opens a new one.
+    close_old_connections()
+    services.run_failed(thread=started.thread, run=started.run, code="INTERNAL_ERROR",
+                        message="An internal error occurred.")
+
+
+async def _advance(started: StartedRun, control: RunControl, provider: Provider) -> AsyncIterator[BaseEvent]:
     thread, run = started.thread, started.run
     yield RunStartedEvent(thread_id=thread.id, run_id=run.id)
     step: Step | None = None

@@ -72,7 +72,11 @@ class ProblemMiddleware(_HybridMiddleware):
         if response.status_code == 404 and not response.get("Content-Type", "").startswith("application/json"):
             return problem_response(404, "NOT_FOUND", "No such resource.", request.path)
         if response.status_code == 405 and not response.get("Content-Type", "").startswith("application/json"):
-            return problem_response(405, "METHOD_NOT_ALLOWED", "Method not allowed.", request.path)
+            problem = problem_response(405, "METHOD_NOT_ALLOWED", "Method not allowed.", request.path)
+            if response.has_header("Allow"):
+                # A 405 must say which methods the resource accepts (RFC 9110, section 15.5.6).
+                problem["Allow"] = response["Allow"]
+            return problem
         return response
 
     def process_exception(self, request, exception):
