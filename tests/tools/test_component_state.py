@@ -8,8 +8,7 @@ import json
 import pytest
 
 from tests.conftest import Api
-from tests.support.fake_openai import FakeOpenAI, Text, ToolCall, ToolCalls
-from tests.support.live import LiveServer
+from tests.support.fake_openai import Text, ToolCall, ToolCalls
 from tests.support.sse import iter_events, read_events, types
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -160,29 +159,16 @@ def test_the_state_cannot_change_while_a_run_is_active(api):
 
 # --- The model sees the current state (openai fake records what it is sent) --------------------------------
 
-@pytest.fixture(scope="module")
-def openai_live(django_db_setup, django_db_blocker):
-    with FakeOpenAI() as fake:
-        server = LiveServer("openai-state", {"MODEL_PROVIDER": "openai", "OPENAI_BASE_URL": fake.base_url,
-                                             "OPENAI_API_KEY": "sk-test"})
-        try:
-            yield fake, server
-        finally:
-            server.stop()
-
-
-def test_the_model_sees_each_components_current_state_in_the_next_turn(openai_live, transactional_db, api_key):
-    fake, server = openai_live
-    api = Api(server.url, api_key)
+def test_the_model_sees_each_components_current_state_in_the_next_turn(fake, oapi):
     fake.script(ToolCalls([ToolCall("show_component_Card", ['{"tit', 'le": "Pick one"}'], id="call_card")]),
                 Text("Pick a number."))
-    thread_id, events = run(api, "let me pick", availableComponents=[CARD])
+    thread_id, events = run(oapi, "let me pick", availableComponents=[CARD])
     component_id = next(e["value"]["componentId"] for e in events if e.get("name") == "tambo.component.start")
-    post_state(api, thread_id, component_id, state={"picked": 3, "history": []})
-    post_state(api, thread_id, component_id, patch=[{"op": "add", "path": "/history/-", "value": 3}])
+    post_state(oapi, thread_id, component_id, state={"picked": 3, "history": []})
+    post_state(oapi, thread_id, component_id, patch=[{"op": "add", "path": "/history/-", "value": 3}])
     before = len(fake.requests)
     fake.script(Text("You picked 3."))
-    _, events = run(api, "what did I pick?", thread_id=thread_id, previousRunId=last_run_id(api, thread_id),
+    _, events = run(oapi, "what did I pick?", thread_id=thread_id, previousRunId=last_run_id(oapi, thread_id),
                     availableComponents=[CARD])
     assert types(events)[-1] == "RUN_FINISHED"
     messages = fake.requests[before].body["messages"]

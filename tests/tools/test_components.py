@@ -13,8 +13,7 @@ import jsonpatch
 import pytest
 
 from tests.conftest import Api
-from tests.support.fake_openai import FakeOpenAI, Text, ToolCall, ToolCalls
-from tests.support.live import LiveServer
+from tests.support.fake_openai import Text, ToolCall, ToolCalls
 from tests.support.sse import read_events, types
 from tools.partial_json import parse_partial
 
@@ -150,29 +149,6 @@ def test_a_component_name_is_not_offered_when_the_request_does_not_list_it(api):
 
 
 # --- The openai provider against the scripted fake ------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def openai_live(django_db_setup, django_db_blocker):
-    with FakeOpenAI() as fake:
-        server = LiveServer("openai-components", {"MODEL_PROVIDER": "openai", "OPENAI_BASE_URL": fake.base_url,
-                                                  "OPENAI_API_KEY": "sk-test"})
-        try:
-            yield fake, server
-        finally:
-            server.stop()
-
-
-@pytest.fixture
-def fake(openai_live, transactional_db) -> FakeOpenAI:
-    fake, _ = openai_live
-    assert fake.pending == 0, "a previous test left scripted replies"
-    return fake
-
-
-@pytest.fixture
-def oapi(openai_live, api_key) -> Api:
-    return Api(openai_live[1].url, api_key)
-
 
 def split_mid_token(text: str, sizes=(3, 1, 7, 2, 5)) -> list[str]:
     """Fragments of uneven sizes, so they cut keys, strings, numbers, escapes and literals."""

@@ -8,8 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import Api
-from tests.support.fake_openai import FakeOpenAI, Text, ToolCall, ToolCalls
-from tests.support.live import LiveServer
+from tests.support.fake_openai import Text, ToolCall, ToolCalls
 from tests.support.sse import read_events, types
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -17,29 +16,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 LIMIT_NOTE = "Answer the user now without calling more tools."
 PICK = {"name": "pick", "description": "Pick a number (runs in the client).",
         "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}}
-
-
-@pytest.fixture(scope="module")
-def openai_live(django_db_setup, django_db_blocker):
-    with FakeOpenAI() as fake:
-        server = LiveServer("openai-limits", {"MODEL_PROVIDER": "openai", "OPENAI_BASE_URL": fake.base_url,
-                                              "OPENAI_API_KEY": "sk-test"})
-        try:
-            yield fake, server
-        finally:
-            server.stop()
-
-
-@pytest.fixture
-def fake(openai_live, transactional_db) -> FakeOpenAI:
-    fake, _ = openai_live
-    assert fake.pending == 0, "a previous test left scripted replies"
-    return fake
-
-
-@pytest.fixture
-def oapi(openai_live, api_key) -> Api:
-    return Api(openai_live[1].url, api_key)
 
 
 def enable(project, *names: str) -> None:

@@ -11,9 +11,7 @@ import re
 
 import pytest
 
-from tests.conftest import Api
-from tests.support.fake_openai import FakeOpenAI, Text, ToolCall, ToolCalls
-from tests.support.live import LiveServer
+from tests.support.fake_openai import Text, ToolCall, ToolCalls
 from tests.support.sse import read_events, types
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -121,29 +119,6 @@ def test_the_current_time_tool_answers_in_the_asked_time_zone(api, project):
 
 
 # --- The openai provider against the scripted fake ------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def openai_live(django_db_setup, django_db_blocker):
-    with FakeOpenAI() as fake:
-        server = LiveServer("openai-tools", {"MODEL_PROVIDER": "openai", "OPENAI_BASE_URL": fake.base_url,
-                                             "OPENAI_API_KEY": "sk-test"})
-        try:
-            yield fake, server
-        finally:
-            server.stop()
-
-
-@pytest.fixture
-def fake(openai_live, transactional_db) -> FakeOpenAI:
-    fake, _ = openai_live
-    assert fake.pending == 0, "a previous test left scripted replies"
-    return fake
-
-
-@pytest.fixture
-def oapi(openai_live, api_key) -> Api:
-    return Api(openai_live[1].url, api_key)
-
 
 def test_two_server_tools_in_one_step_with_arguments_split_mid_token(fake, oapi, project):
     enable(project, "calculate", "current_time")

@@ -1,0 +1,39 @@
+"""Fixtures for the tools tests: a live server whose model is the scripted OpenAI fake.
+
+`openai_live` is module-scoped, so each test module gets its own fake and server (named after the
+module, for its log file under test-artifacts/server-logs/). Tests ask for `fake` (checked to hold
+no replies a previous test left scripted) and `oapi` (an `Api` on that server with the project key).
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+import pytest
+
+from tests.conftest import Api
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.live import LiveServer
+
+
+@pytest.fixture(scope="module")
+def openai_live(request, django_db_setup, django_db_blocker) -> Iterator[tuple[FakeOpenAI, LiveServer]]:
+    module = request.module.__name__.rpartition(".")[2].removeprefix("test_").replace("_", "-")
+    with FakeOpenAI() as fake:
+        server = LiveServer(f"openai-{module}", {"MODEL_PROVIDER": "openai", "OPENAI_BASE_URL": fake.base_url,
+                                                 "OPENAI_API_KEY": "sk-test"})
+        try:
+            yield fake, server
+        finally:
+            server.stop()
+
+
+@pytest.fixture
+def fake(openai_live, transactional_db) -> FakeOpenAI:
+    fake, _ = openai_live
+    assert fake.pending == 0, "a previous test left scripted replies"
+    return fake
+
+
+@pytest.fixture
+def oapi(openai_live, api_key) -> Api:
+    return Api(openai_live[1].url, api_key)
