@@ -53,7 +53,7 @@ async def _start(request: HttpRequest, thread_id: str | None) -> HttpResponse:
         principal = await aresolve_principal(request)
         model = wire.CreateThreadWithRunBody if thread_id is None else wire.CreateRunBody
         body = parse_body(model, _json_body(request))
-        started = await sync_to_async(services.run_start)(principal=principal, body=body, thread_id=thread_id)
+        started = await _run_start(principal=principal, body=body, thread_id=thread_id)
     except Problem as problem:
         return response_for(problem, request.path)
     control = RunControl(started.run.id)
@@ -67,6 +67,32 @@ async def _start(request: HttpRequest, thread_id: str | None) -> HttpResponse:
     if thread_id is None:
         response["X-Thread-Id"] = started.thread.id
     return response
+
+
+_orphans: set[asyncio.Task] = set()  # strong references, so the loop does not drop them mid-run
+
+
+async def _run_start(**kwargs) -> services.StartedRun:
+    """services.run_start, which takes the lock. If the client leaves meanwhile (this coroutine is
+    cancelled), the run it started is cancelled through the normal path once the lock is taken, so
+    the thread is idle again at once instead of when the lease expires."""
+    start = asyncio.ensure_future(sync_to_async(services.run_start)(**kwargs))
+    try:
+        return await asyncio.shield(start)
+    except asyncio.CancelledError:
+        start.add_done_callback(_cancel_orphan)
+        raise
+
+
+def _cancel_orphan(start: asyncio.Future) -> None:
+    if start.cancelled() or start.exception() is not None:
+        return  # a rejected request took no lock
+    started = start.result()
+    control = RunControl(started.run.id)
+    control.cancel("disconnected")
+    task = asyncio.ensure_future(_produce(advance(started, control, get_provider()), asyncio.Queue(), control))
+    _orphans.add(task)
+    task.add_done_callback(_orphans.discard)
 
 
 async def _produce(events, queue: asyncio.Queue, control: RunControl) -> None:

@@ -6,7 +6,9 @@ fail on purpose, which a separate server process cannot be told to do.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import threading
 import time
 
 import pytest
@@ -16,6 +18,7 @@ from django.test import AsyncClient, Client
 
 from runs import services
 from runs.control import RunControl, Watcher
+from threads import services as thread_services
 from threads.models import ApiKey, RunStatus, Thread
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_dbs]
@@ -114,3 +117,42 @@ def test_a_405_under_v1_names_the_allowed_methods(api_key):
     assert response["Content-Type"].startswith("application/problem+json")
     assert response.json()["code"] == "METHOD_NOT_ALLOWED"
     assert response["Allow"] == "POST"
+
+
+def test_a_client_that_leaves_while_the_lock_is_being_taken_leaves_an_idle_cancelled_thread(project, monkeypatch):
+    _, key = ApiKey.generate(project, "review")
+    thread = thread_services.thread_create(project=project, user_key="alice")
+    lock_taken, go_on = threading.Event(), threading.Event()
+    real_run_start = services.run_start
+
+    def run_start_then_wait(**kwargs):
+        started = real_run_start(**kwargs)
+        lock_taken.set()
+        go_on.wait(10)
+        return started
+
+    monkeypatch.setattr(services, "run_start", run_start_then_wait)
+
+    async def leave_early() -> Thread:
+        request = asyncio.ensure_future(AsyncClient().post(
+            f"/v1/threads/{thread.id}/runs", {"userKey": "alice", "message": {
+                "role": "user", "content": [{"type": "text", "text": "hello"}]}},
+            content_type="application/json", headers={"x-api-key": key}))
+        assert await asyncio.to_thread(lock_taken.wait, 10)
+        request.cancel()  # what Django's ASGI handler does when the client disconnects
+        go_on.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await request
+        deadline = time.monotonic() + 10
+        while True:
+            row = await sync_to_async(Thread.objects.get)(pk=thread.id)
+            if row.run_status == RunStatus.IDLE or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.02)
+        await sync_to_async(connections.close_all)()
+        return row
+
+    row = asyncio.run(leave_early())
+
+    assert row.run_status == RunStatus.IDLE, "the run lock was left to its lease"
+    assert row.last_run_cancelled is True
