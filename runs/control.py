@@ -158,11 +158,19 @@ class Watcher:
 
 
 def _renew_and_poll(run_ids: list[str]) -> list[str]:
+    from django.db import close_old_connections
+
     from runs.lock import lock_renew
     from runs.models import Run
 
-    lock_renew(run_ids=run_ids)
-    return list(Run.objects.filter(id__in=run_ids, cancel_requested=True).values_list("id", flat=True))
+    try:
+        lock_renew(run_ids=run_ids)
+        return list(Run.objects.filter(id__in=run_ids, cancel_requested=True).values_list("id", flat=True))
+    except Exception:
+        # No request ever starts on the watcher's thread, so nothing else would close a connection
+        # that a database outage broke, and every later tick would fail on it.
+        close_old_connections()
+        raise
 
 
 watcher = Watcher()
