@@ -7,20 +7,12 @@ import html
 import pytest
 from django.test import Client
 
-from tests.support.sse import read_events
+from tests.support.run_requests import enable_tools, last_run_id, run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 CARD = {"name": "Card", "description": "A card.",
         "propsSchema": {"type": "object", "properties": {"title": {"type": "string"}}}}
-
-
-def run(api, text: str, *, thread_id: str | None = None, **extra) -> tuple[str, list[dict]]:
-    body = {"userKey": "alice", "message": {"role": "user", "content": [{"type": "text", "text": text}]}, **extra}
-    path = f"/v1/threads/{thread_id}/runs" if thread_id else "/v1/threads/runs"
-    response = api.post(path, body, stream=True)
-    assert response.status_code == 200, response.text
-    return thread_id or response.headers["X-Thread-Id"], read_events(response)
 
 
 @pytest.fixture
@@ -41,9 +33,8 @@ def page_text(client: Client, url: str) -> str:
 
 def test_the_message_page_shows_a_tool_result_and_a_component_with_props_and_state(api, project, admin_client):
     from threads.models import Message
-    from tools.models import ProjectTool
 
-    ProjectTool.objects.create(project=project, name="calculate")
+    enable_tools(project, "calculate")
     thread_id, events = run(api, 'calculate {"expression": "6*7"}')
     call_id = next(e["toolCallId"] for e in events if e["type"] == "TOOL_CALL_RESULT")
     tool_message = Message.objects.get(thread_id=thread_id, role=Message.Role.TOOL)
@@ -51,7 +42,7 @@ def test_the_message_page_shows_a_tool_result_and_a_component_with_props_and_sta
     assert f'"toolUseId": "{call_id}"' in text
     assert '"text": "42"' in text
 
-    last = api.get(f"/v1/threads/{thread_id}").json()["lastCompletedRunId"]
+    last = last_run_id(api, thread_id)
     _, events = run(api, 'Card {"title": "Pick a colour"}', thread_id=thread_id, previousRunId=last,
                     availableComponents=[CARD])
     start = next(e["value"] for e in events if e.get("name") == "tambo.component.start")

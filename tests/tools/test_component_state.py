@@ -9,20 +9,13 @@ import pytest
 
 from tests.conftest import Api
 from tests.support.fake_openai import Text, ToolCall, ToolCalls
-from tests.support.sse import iter_events, read_events, types
+from tests.support.run_requests import last_run_id, run
+from tests.support.sse import iter_events, types
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 CARD = {"name": "Card", "description": "A card.",
         "propsSchema": {"type": "object", "properties": {"title": {"type": "string"}}}}
-
-
-def run(api: Api, text: str, *, thread_id: str | None = None, **extra) -> tuple[str, list[dict]]:
-    body = {"userKey": "alice", "message": {"role": "user", "content": [{"type": "text", "text": text}]}, **extra}
-    path = f"/v1/threads/{thread_id}/runs" if thread_id else "/v1/threads/runs"
-    response = api.post(path, body, stream=True)
-    assert response.status_code == 200, response.text
-    return thread_id or response.headers["X-Thread-Id"], read_events(response)
 
 
 def render_card(api: Api) -> tuple[str, str]:
@@ -51,10 +44,6 @@ def assert_problem(response, status: int, code: str) -> dict:
     assert problem["code"] == code and problem["status"] == status
     assert problem["type"] == f"urn:tambo:error:{code.lower()}"
     return problem
-
-
-def last_run_id(api: Api, thread_id: str) -> str:
-    return api.get(f"/v1/threads/{thread_id}").json()["lastCompletedRunId"]
 
 
 @pytest.mark.both_dbs

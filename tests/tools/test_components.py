@@ -14,7 +14,8 @@ import pytest
 
 from tests.conftest import Api
 from tests.support.fake_openai import Text, ToolCall, ToolCalls
-from tests.support.sse import read_events, types
+from tests.support.run_requests import run, text_of
+from tests.support.sse import types
 from tools.partial_json import parse_partial
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -38,14 +39,6 @@ BADGE = {"name": "Badge", "description": "A small badge.",
                                                           "color": {"type": "string", "examples": ["green"]}}}}
 PROPS = {"title": "Quarterly report — \u00e9t\u00e9", "author": {"name": "Ann \"Q\" Lee", "tags": ["finance", "q3"]},
          "items": [{"label": "revenue", "value": 12.5}, {"label": "costs", "value": -3}, {"label": "net", "value": 9.5}]}
-
-
-def run(api: Api, text: str, *, thread_id: str | None = None, **extra) -> tuple[str, list[dict]]:
-    body = {"userKey": "alice", "message": {"role": "user", "content": [{"type": "text", "text": text}]}, **extra}
-    path = f"/v1/threads/{thread_id}/runs" if thread_id else "/v1/threads/runs"
-    response = api.post(path, body, stream=True)
-    assert response.status_code == 200, response.text
-    return thread_id or response.headers["X-Thread-Id"], read_events(response)
 
 
 def custom(events: list[dict], name: str) -> list[dict]:
@@ -113,7 +106,7 @@ def test_the_offline_model_renders_a_component_with_streamed_nested_props(api):
     assert {k: block[k] for k in ("type", "id", "name", "props", "state")} == {
         "type": "component", "id": start["componentId"], "name": "Card", "props": PROPS, "state": {}}
     # The model goes on in the same run and is told the component is shown.
-    assert "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT").startswith(
+    assert text_of(events).startswith(
         f"Tool show_component_Card returned: Component Card ({start['componentId']}) is shown to the user.")
 
 
@@ -145,7 +138,7 @@ def test_two_components_in_one_response(api):
 def test_a_component_name_is_not_offered_when_the_request_does_not_list_it(api):
     _, events = run(api, f"Show me a Card {json.dumps(PROPS)}")
     assert custom(events, "tambo.component.start") == []
-    assert "I was offered no tools." in "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
+    assert "I was offered no tools." in text_of(events)
 
 
 # --- The openai provider against the scripted fake ------------------------------------------------------
@@ -175,7 +168,7 @@ def test_props_streamed_by_a_real_provider_match_what_is_known_after_every_fragm
     assert applied_props(events, start["componentId"])[-1] == props
     # Component first, then the model's text in the same run.
     assert names.index("tambo.component.end") < names.index("TEXT_MESSAGE_START")
-    assert "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT") == "Here is your card."
+    assert text_of(events) == "Here is your card."
     # The model was offered the component as a tool with its props schema, and then told it is shown.
     offered = {t["function"]["name"]: t["function"] for t in fake.requests[before].body["tools"]}
     assert offered["show_component_Card"]["parameters"] == CARD_SCHEMA

@@ -9,29 +9,14 @@ import pytest
 
 from tests.conftest import Api
 from tests.support.fake_openai import Text, ToolCall, ToolCalls
-from tests.support.sse import read_events, types
+from tests.support.run_requests import enable_tools, last_run_id, run, text_of
+from tests.support.sse import types
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 LIMIT_NOTE = "Answer the user now without calling more tools."
 PICK = {"name": "pick", "description": "Pick a number (runs in the client).",
         "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}}
-
-
-def enable(project, *names: str) -> None:
-    from tools.models import ProjectTool
-
-    for name in names:
-        ProjectTool.objects.create(project=project, name=name)
-
-
-def run(api: Api, text: str | None = None, *, thread_id: str | None = None, **extra) -> tuple[str, list[dict]]:
-    content = [{"type": "text", "text": text}] if text is not None else extra.pop("content")
-    body = {"userKey": "alice", "message": {"role": "user", "content": content}, **extra}
-    path = f"/v1/threads/{thread_id}/runs" if thread_id else "/v1/threads/runs"
-    response = api.post(path, body, stream=True)
-    assert response.status_code == 200, response.text
-    return thread_id or response.headers["X-Thread-Id"], read_events(response)
 
 
 def results(events: list[dict]) -> dict[str, str]:
@@ -44,10 +29,6 @@ def stored_result(api: Api, thread_id: str, call_id: str) -> dict:
             if block["type"] == "tool_result" and block["toolUseId"] == call_id:
                 return block
     raise AssertionError(f"no stored result for {call_id}")
-
-
-def last_run_id(api: Api, thread_id: str) -> str:
-    return api.get(f"/v1/threads/{thread_id}").json()["lastCompletedRunId"]
 
 
 def test_a_client_tool_called_more_than_its_max_calls_gets_an_error_result(fake, oapi, project):
@@ -84,7 +65,7 @@ def test_max_calls_also_holds_within_one_step_and_only_the_allowed_call_waits_fo
 
 
 def test_the_fourth_identical_call_is_refused_and_the_model_is_told_to_answer(fake, oapi, project):
-    enable(project, "calculate")
+    enable_tools(project, "calculate")
     before = len(fake.requests)
     same = '{"expression": "1+1"}'
     fake.script(*[ToolCalls([ToolCall("calculate", same, id=f"call_{i}")]) for i in range(4)], Text("It is 2."))
@@ -97,11 +78,11 @@ def test_the_fourth_identical_call_is_refused_and_the_model_is_told_to_answer(fa
     assert fake.requests[before + 4].body["messages"][-1]["content"] == got["call_3"]
     assert stored_result(oapi, thread_id, "call_3")["isError"] is True
     assert "isError" not in stored_result(oapi, thread_id, "call_2")
-    assert "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT") == "It is 2."
+    assert text_of(events) == "It is 2."
 
 
 def test_identical_calls_are_capped_but_different_arguments_are_not(fake, oapi, project):
-    enable(project, "calculate")
+    enable_tools(project, "calculate")
     same = '{"expression": "1+1"}'
     fake.script(*[ToolCalls([ToolCall("calculate", same, id=f"call_{i}")]) for i in range(3)],
                 ToolCalls([ToolCall("calculate", '{"expression": "2+2"}', id="call_other")]), Text("ok"))
@@ -112,7 +93,7 @@ def test_identical_calls_are_capped_but_different_arguments_are_not(fake, oapi, 
 def test_the_project_total_per_user_turn_is_enforced_and_a_new_user_message_starts_a_new_turn(fake, oapi, project):
     project.max_tool_calls_per_turn = 2
     project.save()
-    enable(project, "calculate")
+    enable_tools(project, "calculate")
     before = len(fake.requests)
     fake.script(
         ToolCalls([ToolCall("calculate", '{"expression": "1+1"}', id="call_1")]),
@@ -135,7 +116,7 @@ def test_the_project_total_per_user_turn_is_enforced_and_a_new_user_message_star
 def test_the_turn_total_counts_calls_made_before_a_continuation(fake, oapi, project):
     project.max_tool_calls_per_turn = 2
     project.save()
-    enable(project, "calculate")
+    enable_tools(project, "calculate")
     fake.script(
         ToolCalls([ToolCall("calculate", '{"expression": "1+1"}', id="call_s"),
                    ToolCall("pick", '{"n": 1}', id="call_c")]),

@@ -13,37 +13,10 @@ import pytest
 
 from tests.support.live import LiveServer, free_port
 from tests.support.mcp_fixtures import SERVER_SCRIPT, mcp_http_url  # noqa: F401 - fixture
-from tests.support.sse import read_events, types
+from tests.support.run_requests import enable_tools, run, stored_results, text_of, tool_results, user_message
+from tests.support.sse import types
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def user_message(text: str) -> dict:
-    return {"role": "user", "content": [{"type": "text", "text": text}]}
-
-
-def start(api, text: str, **extra) -> tuple[str, list[dict]]:
-    response = api.post("/v1/threads/runs", {"userKey": "alice", "message": user_message(text), **extra}, stream=True)
-    assert response.status_code == 200, response.text
-    return response.headers["X-Thread-Id"], read_events(response)
-
-
-def text_of(events: list[dict]) -> str:
-    return "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
-
-
-def results(events: list[dict]) -> list[dict]:
-    return [e for e in events if e["type"] == "TOOL_CALL_RESULT"]
-
-
-def stored_results(api, thread_id: str) -> list[dict]:
-    """The thread's tool-result messages as GET shows them (assistant, one tool_result block)."""
-    messages = api.get(f"/v1/threads/{thread_id}").json()["messages"]
-    found = [m for m in messages if any(b["type"] == "tool_result" for b in m["content"])]
-    for message in found:
-        assert message["role"] == "assistant"
-        assert [b["type"] for b in message["content"]] == ["tool_result"]
-    return [m["content"][0] for m in found]
 
 
 def stdio_server(project, name: str = "demo"):
@@ -60,13 +33,13 @@ def http_server(project, url: str, name: str = "demo"):
 
 
 def assert_add_round_trip(api):
-    thread_id, events = start(api, 'Please use demo__add with {"a": 2, "b": 3}')
+    thread_id, events = run(api, 'Please use demo__add with {"a": 2, "b": 3}')
     names = types(events)
     assert names[0] == "RUN_STARTED" and names[-1] == "RUN_FINISHED", names
     assert "RUN_ERROR" not in names
     start_event = next(e for e in events if e["type"] == "TOOL_CALL_START")
     assert start_event["toolCallName"] == "demo__add"
-    [result] = results(events)
+    [result] = tool_results(events)
     assert result["toolCallId"] == start_event["toolCallId"]
     assert result["content"] == "5"
     assert result["role"] == "tool"
@@ -95,9 +68,9 @@ def test_a_streamable_http_mcp_tool_runs_inside_the_run_and_the_model_reads_its_
 def test_a_failing_mcp_tool_gives_an_error_result_and_the_run_still_finishes(api, project,
                                                                             mcp_http_url):  # noqa: F811
     http_server(project, mcp_http_url)
-    thread_id, events = start(api, "Call demo__fail {}")
+    thread_id, events = run(api, "Call demo__fail {}")
     assert types(events)[-1] == "RUN_FINISHED"
-    [result] = results(events)
+    [result] = tool_results(events)
     assert result["content"].startswith("Error: ")
     assert "this tool always fails" in result["content"]
     [stored] = stored_results(api, thread_id)
@@ -107,7 +80,7 @@ def test_a_failing_mcp_tool_gives_an_error_result_and_the_run_still_finishes(api
 
 def test_mcp_tool_arguments_that_fail_its_schema_give_an_error_result(api, project, mcp_http_url):  # noqa: F811
     http_server(project, mcp_http_url)
-    thread_id, events = start(api, 'demo__add {"a": "two", "b": 3}')
+    thread_id, events = run(api, 'demo__add {"a": "two", "b": 3}')
     assert types(events)[-1] == "RUN_FINISHED"
     [stored] = stored_results(api, thread_id)
     assert stored["isError"] is True
@@ -118,15 +91,15 @@ def test_the_tools_of_several_servers_are_offered_with_their_server_prefix(api, 
                                                                            mcp_http_url):  # noqa: F811
     http_server(project, mcp_http_url, name="first")
     http_server(project, mcp_http_url, name="second")
-    _, events = start(api, "Which tools do you have?")
+    _, events = run(api, "Which tools do you have?")
     text = text_of(events)
     for name in ("first__add", "first__echo", "second__add", "second__fail"):
         assert name in text
-    _, events = start(api, 'second__echo then first__add {"a": 1, "b": 1, "text": "hi"}')
+    _, events = run(api, 'second__echo then first__add {"a": 1, "b": 1, "text": "hi"}')
     reply = text_of(events)
     # Two calls in one step, each to its own server (the offline model gives both the same arguments;
     # the test server ignores the ones a tool does not take): both results, in call order.
-    assert [r["toolCallId"] for r in results(events)] == [
+    assert [r["toolCallId"] for r in tool_results(events)] == [
         e["toolCallId"] for e in events if e["type"] == "TOOL_CALL_START"]
     assert reply.splitlines()[0] == "Tool second__echo returned: hi"
     assert reply.splitlines()[1] == "Tool first__add returned: 2"
@@ -142,7 +115,7 @@ def test_a_server_that_is_down_is_left_out_and_the_run_goes_on(api, project, liv
                              command=f"/nonexistent/mcp-server-{suffix}")
     McpServer.objects.create(project=project, name=f"closed-{suffix}", transport="http",
                              url=f"http://127.0.0.1:{free_port()}/mcp")
-    thread_id, events = start(api, "hello")
+    thread_id, events = run(api, "hello")
     names = types(events)
     assert names[-1] == "RUN_FINISHED", names
     text = text_of(events)
@@ -160,7 +133,7 @@ def test_a_disabled_mcp_server_is_not_offered(api, project, mcp_http_url):  # no
     server = http_server(project, mcp_http_url, name="off")
     server.enabled = False
     server.save()
-    _, events = start(api, "hello")
+    _, events = run(api, "hello")
     assert "off__add" not in text_of(events)
     assert "I was offered no tools." in text_of(events)
 
@@ -178,10 +151,10 @@ def test_a_tool_that_hangs_gives_a_timeout_error_result(short_mcp_timeout_server
 
     api = Api(short_mcp_timeout_server.url, api_key)
     http_server(project, mcp_http_url)
-    thread_id, events = start(api, "demo__hang {}")
+    thread_id, events = run(api, "demo__hang {}")
     names = types(events)
     assert names[-1] == "RUN_FINISHED", names
-    [result] = results(events)
+    [result] = tool_results(events)
     assert result["content"] == "Error: The MCP server 'demo' did not answer within 2 seconds."
     [stored] = stored_results(api, thread_id)
     assert stored["isError"] is True
@@ -191,7 +164,7 @@ def test_a_tool_that_hangs_gives_a_timeout_error_result(short_mcp_timeout_server
 
 def test_image_and_resource_results_are_stored_as_resource_blocks(api, project, mcp_http_url):  # noqa: F811
     http_server(project, mcp_http_url)
-    thread_id, events = start(api, "demo__image and demo__document {}")
+    thread_id, events = run(api, "demo__image and demo__document {}")
     assert types(events)[-1] == "RUN_FINISHED"
     image, document = stored_results(api, thread_id)
     [image_block] = image["content"]
@@ -206,9 +179,8 @@ def test_image_and_resource_results_are_stored_as_resource_blocks(api, project, 
 
 def test_a_result_shown_before_a_cancel_is_kept(api, project, mcp_http_url):  # noqa: F811
     from tests.support.sse import iter_events
-    from tools.models import ProjectTool
 
-    ProjectTool.objects.create(project=project, name="calculate")
+    enable_tools(project, "calculate")
     http_server(project, mcp_http_url)
     response = api.post("/v1/threads/runs", {"userKey": "alice", "message": user_message(
         'calculate, then demo__hang {"expression": "1+1"}')}, stream=True)

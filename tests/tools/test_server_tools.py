@@ -12,58 +12,25 @@ import re
 import pytest
 
 from tests.support.fake_openai import Text, ToolCall, ToolCalls
-from tests.support.sse import read_events, types
+from tests.support.run_requests import enable_tools, run, stored_results, text_of, tool_results
+from tests.support.sse import types
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def user_message(text: str) -> dict:
-    return {"role": "user", "content": [{"type": "text", "text": text}]}
-
-
-def start(api, text: str, **extra) -> tuple[str, list[dict]]:
-    response = api.post("/v1/threads/runs", {"userKey": "alice", "message": user_message(text), **extra}, stream=True)
-    assert response.status_code == 200, response.text
-    return response.headers["X-Thread-Id"], read_events(response)
-
-
-def text_of(events: list[dict]) -> str:
-    return "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
-
-
-def results(events: list[dict]) -> list[dict]:
-    return [e for e in events if e["type"] == "TOOL_CALL_RESULT"]
-
-
-def stored_results(api, thread_id: str) -> list[dict]:
-    messages = api.get(f"/v1/threads/{thread_id}").json()["messages"]
-    found = [m for m in messages if any(b["type"] == "tool_result" for b in m["content"])]
-    for message in found:
-        assert message["role"] == "assistant"
-        assert [b["type"] for b in message["content"]] == ["tool_result"]
-    return [m["content"][0] for m in found]
-
-
-def enable(project, *names: str) -> None:
-    from tools.models import ProjectTool
-
-    for name in names:
-        ProjectTool.objects.create(project=project, name=name)
 
 
 # --- Offline model -----------------------------------------------------------------------------------
 
 @pytest.mark.both_dbs
 def test_the_calculate_tool_runs_inside_the_run_and_the_model_reads_its_result(api, project):
-    enable(project, "calculate")
-    thread_id, events = start(api, 'Please calculate {"expression": "2*(3+4)"}')
+    enable_tools(project, "calculate")
+    thread_id, events = run(api, 'Please calculate {"expression": "2*(3+4)"}')
     names = types(events)
     assert names[0] == "RUN_STARTED" and names[-1] == "RUN_FINISHED", names
     call = next(e for e in events if e["type"] == "TOOL_CALL_START")
     assert call["toolCallName"] == "calculate"
     assert json.loads("".join(e["delta"] for e in events if e["type"] == "TOOL_CALL_ARGS")) == {
         "expression": "2*(3+4)"}
-    [result] = results(events)
+    [result] = tool_results(events)
     assert (result["toolCallId"], result["content"], result["role"]) == (call["toolCallId"], "14", "tool")
     assert names.index("TOOL_CALL_END") < names.index("TOOL_CALL_RESULT") < names.index("TEXT_MESSAGE_START")
     assert text_of(events) == "Tool calculate returned: 14"
@@ -80,20 +47,20 @@ def test_the_calculate_tool_runs_inside_the_run_and_the_model_reads_its_result(a
 def test_a_built_in_tool_is_offered_only_to_projects_that_enabled_it(api, project):
     from tools.models import ProjectTool
 
-    _, events = start(api, "calculate 2+2")
+    _, events = run(api, "calculate 2+2")
     assert "I was offered no tools." in text_of(events)
-    assert results(events) == []
+    assert tool_results(events) == []
     ProjectTool.objects.create(project=project, name="current_time", enabled=False)
-    enable(project, "calculate")
-    _, events = start(api, "hello")
+    enable_tools(project, "calculate")
+    _, events = run(api, "hello")
     assert "I was offered these tools: calculate;" in text_of(events)
 
 
 def test_arguments_that_fail_the_tool_schema_give_an_error_result_the_model_reads(api, project):
-    enable(project, "calculate")
-    thread_id, events = start(api, 'calculate {"expression": 5}')
+    enable_tools(project, "calculate")
+    thread_id, events = run(api, 'calculate {"expression": 5}')
     assert types(events)[-1] == "RUN_FINISHED"
-    [result] = results(events)
+    [result] = tool_results(events)
     assert result["content"].startswith("Error: Invalid arguments for calculate: expression: ")
     [stored] = stored_results(api, thread_id)
     assert stored["isError"] is True
@@ -101,27 +68,27 @@ def test_arguments_that_fail_the_tool_schema_give_an_error_result_the_model_read
 
 
 def test_a_tool_that_raises_gives_an_error_result_and_the_run_finishes(api, project):
-    enable(project, "calculate", "current_time")
-    thread_id, events = start(api, 'calculate {"expression": "1/0"}')
+    enable_tools(project, "calculate", "current_time")
+    thread_id, events = run(api, 'calculate {"expression": "1/0"}')
     assert types(events)[-1] == "RUN_FINISHED"
     assert text_of(events) == "Tool calculate returned: Error: Tool calculate failed: division by zero"
-    _, events = start(api, 'current_time {"timezone": "Mars/Olympus"}')
+    _, events = run(api, 'current_time {"timezone": "Mars/Olympus"}')
     assert text_of(events) == ("Tool current_time returned: Error: Tool current_time failed: "
                                "Unknown time zone: Mars/Olympus")
     assert api.get(f"/v1/threads/{thread_id}").json()["runStatus"] == "idle"
 
 
 def test_the_current_time_tool_answers_in_the_asked_time_zone(api, project):
-    enable(project, "current_time")
-    _, events = start(api, 'What time is it? current_time {"timezone": "Asia/Kolkata"}')
-    [result] = results(events)
+    enable_tools(project, "current_time")
+    _, events = run(api, 'What time is it? current_time {"timezone": "Asia/Kolkata"}')
+    [result] = tool_results(events)
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+05:30", result["content"]), result["content"]
 
 
 # --- The openai provider against the scripted fake ------------------------------------------------------
 
 def test_two_server_tools_in_one_step_with_arguments_split_mid_token(fake, oapi, project):
-    enable(project, "calculate", "current_time")
+    enable_tools(project, "calculate", "current_time")
     before = len(fake.requests)
     fake.script(
         ToolCalls([ToolCall("calculate", ['{"expr', 'ession": "2*', '(3+', '4)"}'], id="call_calc"),
@@ -129,7 +96,7 @@ def test_two_server_tools_in_one_step_with_arguments_split_mid_token(fake, oapi,
                   interleave=True),
         Text(["Both ", "tools answered."]),
     )
-    thread_id, events = start(oapi, "What is 2*(3+4), and the time in India?")
+    thread_id, events = run(oapi, "What is 2*(3+4), and the time in India?")
     names = types(events)
     assert names[-1] == "RUN_FINISHED", names
     args = {}
@@ -138,7 +105,7 @@ def test_two_server_tools_in_one_step_with_arguments_split_mid_token(fake, oapi,
             args[event["toolCallId"]] = args.get(event["toolCallId"], "") + event["delta"]
     assert json.loads(args["call_calc"]) == {"expression": "2*(3+4)"}
     assert json.loads(args["call_time"]) == {"timezone": "Asia/Kolkata"}
-    by_id = {r["toolCallId"]: r["content"] for r in results(events)}
+    by_id = {r["toolCallId"]: r["content"] for r in tool_results(events)}
     assert by_id["call_calc"] == "14"
     assert by_id["call_time"].endswith("+05:30")
     assert text_of(events) == "Both tools answered."
@@ -157,17 +124,17 @@ def test_two_server_tools_in_one_step_with_arguments_split_mid_token(fake, oapi,
 
 
 def test_the_model_reads_a_schema_error_and_can_correct_itself(fake, oapi, project):
-    enable(project, "calculate")
+    enable_tools(project, "calculate")
     before = len(fake.requests)
     fake.script(
         ToolCalls([ToolCall("calculate", ['{"expression": ', '42}'], id="call_bad")]),
         ToolCalls([ToolCall("calculate", ['{"expression": "6*7"}'], id="call_good")]),
         Text("It is 42."),
     )
-    thread_id, events = start(oapi, "six times seven?")
+    thread_id, events = run(oapi, "six times seven?")
     assert types(events)[-1] == "RUN_FINISHED"
     assert [(r["toolCallId"], r["content"].startswith("Error: Invalid arguments for calculate"))
-            for r in results(events)] == [("call_bad", True), ("call_good", False)]
+            for r in tool_results(events)] == [("call_bad", True), ("call_good", False)]
     second = fake.requests[before + 1].body["messages"]
     assert second[-1]["role"] == "tool" and second[-1]["tool_call_id"] == "call_bad"
     assert second[-1]["content"].startswith("Error: Invalid arguments for calculate: expression: ")
@@ -179,9 +146,9 @@ def test_the_model_reads_a_schema_error_and_can_correct_itself(fake, oapi, proje
 def test_a_tool_name_the_model_invents_gets_an_error_result_and_the_run_goes_on(fake, oapi, project):
     before = len(fake.requests)
     fake.script(ToolCalls([ToolCall("launch_rockets", '{"count": 3}', id="call_x")]), Text("Sorry."))
-    thread_id, events = start(oapi, "launch")
+    thread_id, events = run(oapi, "launch")
     assert types(events)[-1] == "RUN_FINISHED"
-    [result] = results(events)
+    [result] = tool_results(events)
     assert result["toolCallId"] == "call_x" and result["content"].startswith("Error: There is no tool named")
     assert fake.requests[before + 1].body["messages"][-1]["content"] == result["content"]
     [stored] = stored_results(oapi, thread_id)
@@ -190,10 +157,10 @@ def test_a_tool_name_the_model_invents_gets_an_error_result_and_the_run_goes_on(
 
 
 def test_the_model_is_offered_the_built_in_tools_with_their_schemas(fake, oapi, project):
-    enable(project, "calculate")
+    enable_tools(project, "calculate")
     before = len(fake.requests)
     fake.script(Text("ok"))
-    start(oapi, "hi", tools=[{"name": "client_side", "description": "A client tool.",
+    run(oapi, "hi", tools=[{"name": "client_side", "description": "A client tool.",
                               "inputSchema": {"type": "object", "properties": {}}}])
     offered = {t["function"]["name"]: t["function"] for t in fake.requests[before].body["tools"]}
     assert set(offered) == {"calculate", "client_side"}
@@ -202,15 +169,15 @@ def test_the_model_is_offered_the_built_in_tools_with_their_schemas(fake, oapi, 
 
 
 def test_a_client_tool_with_a_built_in_tools_name_is_offered_once_and_runs_in_the_client(fake, oapi, project):
-    enable(project, "calculate")
+    enable_tools(project, "calculate")
     before = len(fake.requests)
     fake.script(ToolCalls([ToolCall("calculate", '{"expression": "1+1"}', id="call_c")]))
     client_calculate = {"name": "calculate", "description": "The app's own calculator.",
                         "inputSchema": {"type": "object", "properties": {"expression": {"type": "string"}}}}
-    _, events = start(oapi, "1+1?", tools=[client_calculate])
+    _, events = run(oapi, "1+1?", tools=[client_calculate])
     names = [t["function"]["name"] for t in fake.requests[before].body["tools"]]
     assert names == ["calculate"]  # a model provider refuses a request that names a tool twice
     assert fake.requests[before].body["tools"][0]["function"]["description"] == "The app's own calculator."
-    assert results(events) == []
+    assert tool_results(events) == []
     awaiting = next(e for e in events if e.get("name") == "tambo.run.awaiting_input")
     assert [c["toolCallId"] for c in awaiting["value"]["pendingToolCalls"]] == ["call_c"]
