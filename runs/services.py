@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
-from django.utils import timezone
 
 from clientsdk import types as wire
 from runs.lock import lock_release, lock_take
@@ -213,7 +212,3 @@ def run_cancel_request(*, principal: Principal, thread_id: str, run_id: str, use
 
 def new_message_id() -> str:
     return new_id("msg")
-
-
-def touch(thread: Thread) -> None:
-    Thread.objects.filter(pk=thread.pk).update(updated_at=timezone.now())

@@ -5,7 +5,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from tambo_project.problems import Problem, validation_error
+from tambo_project.problems import validation_error
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -67,8 +67,3 @@ def choice_param(raw: str | None, *, name: str, default: str, choices: tuple[str
     if raw not in choices:
         raise validation_error(f"{name} must be one of {', '.join(choices)}.", field=name)
     return raw
-
-
-def ensure(condition: bool, problem: Problem) -> None:
-    if not condition:
-        raise problem
