@@ -9,6 +9,7 @@ import pytest
 
 from tests.conftest import Api
 from tests.support.fake_openai import Text, ToolCall, ToolCalls
+from tests.support.problems import assert_problem
 from tests.support.run_requests import last_run_id, run
 from tests.support.sse import iter_events, types
 
@@ -35,15 +36,6 @@ def component_block(api: Api, thread_id: str, component_id: str) -> dict:
             if block["type"] == "component" and block["id"] == component_id:
                 return block
     raise AssertionError(f"component {component_id} not on the thread")
-
-
-def assert_problem(response, status: int, code: str) -> dict:
-    assert response.status_code == status, response.text
-    assert response.headers["Content-Type"].startswith("application/problem+json")
-    problem = response.json()
-    assert problem["code"] == code and problem["status"] == status
-    assert problem["type"] == f"urn:tambo:error:{code.lower()}"
-    return problem
 
 
 @pytest.mark.both_dbs
