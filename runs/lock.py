@@ -51,7 +51,9 @@ def lock_take(*, thread_id: str, run_id: str, in_lock: Callable[[Thread], Any] |
     expired lease is taken over and its run recorded as failed.
     """
     with transaction.atomic():
-        thread = Thread.objects.select_for_update().get(pk=thread_id)
+        thread = Thread.objects.select_for_update().filter(pk=thread_id).first()
+        if thread is None:  # deleted since the caller looked it up
+            raise Problem(404, "THREAD_NOT_FOUND", f"Thread {thread_id} was not found.")
         if thread.run_status != RunStatus.IDLE:
             expired = thread.lease_expires_at is None or thread.lease_expires_at <= timezone.now()
             if not expired:

@@ -33,9 +33,24 @@ def live_server_process(django_db_setup, django_db_blocker) -> Iterator[LiveServ
 
 
 @pytest.fixture
-def live_server_url(live_server_process, transactional_db) -> str:
-    """The base URL of a running server (offline model). Data written by the test is committed."""
-    return live_server_process.url
+def live_server_url(live_server_process, transactional_db) -> Iterator[str]:
+    """The base URL of a running server (offline model). Data written by the test is committed.
+
+    At the end it waits for the server to finish the test's runs (a cancelled run still stores its
+    partial message and releases its lock), so the database flush never races the server's writes.
+    """
+    yield live_server_process.url
+    wait_for_idle_threads()
+
+
+def wait_for_idle_threads(timeout: float = 15.0) -> None:
+    import time
+
+    from threads.models import RunStatus, Thread
+
+    deadline = time.monotonic() + timeout
+    while Thread.objects.exclude(run_status=RunStatus.IDLE).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 @pytest.fixture

@@ -46,11 +46,19 @@ def thread_delete(*, thread: Thread) -> None:
     Holds the thread's row lock for the check and the delete, so a run cannot start in between.
     """
     with transaction.atomic():
-        locked = Thread.objects.select_for_update().get(pk=thread.pk)
+        locked = _lock_row(thread)
         lease_alive = locked.lease_expires_at is not None and locked.lease_expires_at > timezone.now()
         if locked.run_status != RunStatus.IDLE and lease_alive:
             raise Problem(409, "RUN_ACTIVE", "The thread has an active run.", currentRunId=locked.current_run_id)
         locked.delete()
+
+
+def _lock_row(thread: Thread) -> Thread:
+    """The thread's row, locked for the caller's transaction; 404 if it was deleted meanwhile."""
+    locked = Thread.objects.select_for_update().filter(pk=thread.pk).first()
+    if locked is None:
+        raise Problem(404, "THREAD_NOT_FOUND", f"Thread {thread.pk} was not found.")
+    return locked
 
 
 def message_create(
@@ -88,7 +96,7 @@ def component_state_set(*, thread: Thread, component_id: str, state: dict[str, A
         raise Problem(400, "VALIDATION_ERROR", "Send exactly one of state (an object) or patch (a non-empty array).",
                       field="state")
     with transaction.atomic():
-        locked = Thread.objects.select_for_update().get(pk=thread.pk)
+        locked = _lock_row(thread)
         lease_alive = locked.lease_expires_at is not None and locked.lease_expires_at > timezone.now()
         if locked.run_status != RunStatus.IDLE and lease_alive:
             raise Problem(409, "RUN_ACTIVE", "The thread has an active run.", currentRunId=locked.current_run_id)
