@@ -95,25 +95,8 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
             persisted, step = step, None
             messages.append(persisted.model_message())
             pending: list[Call] = []
-            results: list[tuple[str, dict]] = []
-            try:
-                for call in persisted.calls.values():
-                    outcome = await _resolve(call, toolbox, counts, control)
-                    if outcome is None:
-                        pending.append(call)
-                        continue
-                    block, model_text = outcome
-                    messages.append({"role": "tool", "tool_call_id": call.id, "content": model_text})
-                    if block is not None:
-                        results.append((call.id, block))
-                        yield ToolCallResultEvent(message_id=persisted.message_id, tool_call_id=call.id,
-                                                  content=model_text, role="tool")
-            finally:
-                # Also when a later tool of the step is cancelled: a result the client saw is kept.
-                if results:
-                    await sync_to_async(services.step_persist)(thread=thread, run=run,
-                                                               message_id=persisted.message_id, content=[],
-                                                               cancelled=False, tool_messages=results)
+            async for event in _resolve_calls(started, persisted, toolbox, counts, control, messages, pending):
+                yield event
             if pending:
                 async for event in _pause(started, control, pending):
                     yield event
@@ -135,6 +118,34 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
         async for event in _end_failed(started, control, step, "INTERNAL_ERROR", "An internal error occurred.",
                                        "server_error", True):
             yield event
+
+
+async def _resolve_calls(started: StartedRun, persisted: Step, toolbox: Toolbox, counts: "_Counts",
+                         control: RunControl, messages: list[dict], pending: list[Call]) -> AsyncIterator[BaseEvent]:
+    """Answers the step's calls that the server answers (server tools, components, refusals),
+    yielding TOOL_CALL_RESULT for each stored result; client calls are appended to `pending`.
+
+    The results are stored once the calls are done, and also when a later tool of the step is
+    cancelled or fails: a result the client saw is never lost.
+    """
+    results: list[tuple[str, dict]] = []
+    try:
+        for call in persisted.calls.values():
+            outcome = await _resolve(call, toolbox, counts, control)
+            if outcome is None:
+                pending.append(call)
+                continue
+            block, model_text = outcome
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": model_text})
+            if block is not None:
+                results.append((call.id, block))
+                yield ToolCallResultEvent(message_id=persisted.message_id, tool_call_id=call.id,
+                                          content=model_text, role="tool")
+    finally:
+        if results:
+            await sync_to_async(services.step_persist)(thread=started.thread, run=started.run,
+                                                       message_id=persisted.message_id, content=[],
+                                                       cancelled=False, tool_messages=results)
 
 
 async def _toolbox(started: StartedRun) -> Toolbox:
