@@ -14,9 +14,6 @@ import pytest
 
 from tests.conftest import require_part
 
-# Playwright's sync API keeps an asyncio loop in this thread; the tests' own ORM checks are plain
-# synchronous code all the same, so Django's async-safety guard is turned off for them.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 CHROMIUM = "/usr/bin/chromium"
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
@@ -25,18 +22,30 @@ DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[object]:
+    """One browser per module. Playwright's sync API runs an asyncio loop in this thread while it is
+    open, so it must be closed before other modules' tests call asyncio.run()."""
     require_part(os.path.exists(CHROMIUM), "apt-get install chromium")
     from playwright.sync_api import expect, sync_playwright
 
     expect.set_options(timeout=15_000)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-        yield browser
-        browser.close()
+    # While that loop runs, Django would take the tests' own (plain, synchronous) ORM checks for
+    # async code; its guard is lifted for the browser tests only.
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=CHROMIUM, headless=True,
+                args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+            yield browser
+            browser.close()
+    finally:
+        if previous is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
 @pytest.fixture
