@@ -59,8 +59,10 @@ async def _start(request: HttpRequest, thread_id: str | None) -> HttpResponse:
     control = RunControl(started.run.id)
     watcher.register(control)
     queue: asyncio.Queue = asyncio.Queue()
-    producer = asyncio.create_task(_produce(advance(started, control, get_provider()), queue, control))
-    response = StreamingHttpResponse(_write(queue, producer, control), content_type="text/event-stream")
+    reading = asyncio.Event()
+    producer = asyncio.create_task(
+        _produce(advance(started, control, get_provider()), queue, control, reading))
+    response = StreamingHttpResponse(_write(queue, producer, control, reading), content_type="text/event-stream")
     for header, value in SSE_HEADERS.items():
         response[header] = value
     response["X-Run-Id"] = started.run.id
@@ -95,8 +97,19 @@ def _cancel_orphan(start: asyncio.Future) -> None:
     task.add_done_callback(_orphans.discard)
 
 
-async def _produce(events, queue: asyncio.Queue, control: RunControl) -> None:
+# How long a started run waits for its client to begin reading before it counts as a disconnect.
+READ_START_TIMEOUT = 10.0
+
+
+async def _produce(events, queue: asyncio.Queue, control: RunControl, reading: asyncio.Event | None = None) -> None:
     try:
+        if reading is not None:
+            # The model starts once the answer's headers are out: Django's response path then does
+            # not compete with a busy producer, and a client that never reads cancels the run.
+            try:
+                await asyncio.wait_for(reading.wait(), READ_START_TIMEOUT)
+            except asyncio.TimeoutError:
+                control.cancel("disconnected")
         async for event in events:
             queue.put_nowait(encode_event(event))
     finally:
@@ -104,8 +117,9 @@ async def _produce(events, queue: asyncio.Queue, control: RunControl) -> None:
         watcher.unregister(control)
 
 
-async def _write(queue: asyncio.Queue, producer: asyncio.Task, control: RunControl):
+async def _write(queue: asyncio.Queue, producer: asyncio.Task, control: RunControl, reading: asyncio.Event):
     finished = False
+    reading.set()
     try:
         while not finished:
             chunks = [await queue.get()]
