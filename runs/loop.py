@@ -21,7 +21,7 @@ from django.db import close_old_connections
 from runs import services
 from runs.control import RunCancelled, RunControl
 from runs.history import build_model_messages, component_result_text
-from runs.lock import lock_mark_streaming
+from runs.lock import LEASE_EXPIRED_CODE, lock_mark_streaming
 from runs.providers.base import ModelError, ModelRequest, Provider, StepEnd
 from runs.services import StartedRun, call_signature
 from runs.step import Call, Step
@@ -102,9 +102,9 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
                     yield event
                 return
             if not persisted.calls:
-                await sync_to_async(services.run_complete)(thread=thread, run=run)
+                released = await sync_to_async(services.run_complete)(thread=thread, run=run)
                 control.settled = True
-                yield RunFinishedEvent(thread_id=thread.id, run_id=run.id)
+                yield RunFinishedEvent(thread_id=thread.id, run_id=run.id) if released else _lost_lock()
                 return
         raise ModelError("LLM_CLIENT_ERROR", "The model kept calling tools without answering.", retryable=False)
     except RunCancelled:
@@ -233,12 +233,22 @@ def _stored(call: Call, result: ToolResult) -> tuple[dict, str]:
     return block, result_text(block)
 
 
+def _lost_lock() -> RunErrorEvent:
+    return RunErrorEvent(message="The run lost its lock on the thread and was abandoned.",
+                         code=LEASE_EXPIRED_CODE, category="server_error", isRetryable=True)
+
+
 async def _pause(started: StartedRun, control: RunControl, pending: list[Call]) -> AsyncIterator[BaseEvent]:
     thread, run = started.thread, started.run
     ids = [call.id for call in pending]
     # The lock is released before the client hears it may answer, so its continuation cannot race us.
-    await sync_to_async(services.run_pause)(thread=thread, run=run, pending_ids=ids)
+    released = await sync_to_async(services.run_pause)(thread=thread, run=run, pending_ids=ids)
     control.settled = True
+    if not released:
+        # Another run took the lock over (this one stopped renewing it): nothing was recorded as
+        # pending, so the client must not answer these calls.
+        yield _lost_lock()
+        return
     yield CustomEvent(name="tambo.run.awaiting_input", value={"pendingToolCalls": [
         {"toolCallId": c.id, "toolName": c.name, "arguments": c.arguments or "{}"} for c in pending]})
     yield RunFinishedEvent(thread_id=thread.id, run_id=run.id,
