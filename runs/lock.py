@@ -55,8 +55,7 @@ def lock_take(*, thread_id: str, run_id: str, in_lock: Callable[[Thread], Any] |
         if thread is None:  # deleted since the caller looked it up
             raise Problem(404, "THREAD_NOT_FOUND", f"Thread {thread_id} was not found.")
         if thread.run_status != RunStatus.IDLE:
-            expired = thread.lease_expires_at is None or thread.lease_expires_at <= timezone.now()
-            if not expired:
+            if thread.has_live_run:
                 raise Problem(409, "CONCURRENT_RUN", "Another run is active on this thread.",
                               currentRunId=thread.current_run_id)
             _fail_dead_run(thread)

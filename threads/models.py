@@ -108,6 +108,12 @@ class Thread(models.Model):
     def __str__(self) -> str:
         return self.name or self.id
 
+    @property
+    def has_live_run(self) -> bool:
+        """A run holds the lock and its lease has not expired (an expired one may be taken over)."""
+        return (self.run_status != RunStatus.IDLE and self.lease_expires_at is not None
+                and self.lease_expires_at > timezone.now())
+
 
 class Message(models.Model):
     class Role(models.TextChoices):

@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from clientsdk import types as wire
 from tambo_project.problems import Problem
-from threads.models import Message, Project, RunStatus, Thread
+from threads.models import Message, Project, Thread
 
 
 def thread_create(
@@ -47,8 +47,7 @@ def thread_delete(*, thread: Thread) -> None:
     """
     with transaction.atomic():
         locked = _lock_row(thread)
-        lease_alive = locked.lease_expires_at is not None and locked.lease_expires_at > timezone.now()
-        if locked.run_status != RunStatus.IDLE and lease_alive:
+        if locked.has_live_run:
             raise Problem(409, "RUN_ACTIVE", "The thread has an active run.", currentRunId=locked.current_run_id)
         locked.delete()
 
@@ -97,8 +96,7 @@ def component_state_set(*, thread: Thread, component_id: str, state: dict[str, A
                       field="state")
     with transaction.atomic():
         locked = _lock_row(thread)
-        lease_alive = locked.lease_expires_at is not None and locked.lease_expires_at > timezone.now()
-        if locked.run_status != RunStatus.IDLE and lease_alive:
+        if locked.has_live_run:
             raise Problem(409, "RUN_ACTIVE", "The thread has an active run.", currentRunId=locked.current_run_id)
         message = _message_with_component(locked, component_id)
         current = message.component_state.get(component_id, {})
