@@ -1,20 +1,26 @@
-"""CORS for the API, so browser apps on other origins can use the official client against us.
+"""CORS for the API, so browser apps on other origins can use the official SDKs against us (spec section 9).
 
 Project API keys are public by design (they ship in browser apps) and end users are told apart by
-`userKey`, so cross-origin calls with an API key are the normal case. Credentials (the session
-cookie of the browser page) are never allowed cross-origin: the answer carries no
+`userKey` or a bearer token, so cross-origin calls with an API key are the normal case. Credentials
+(the session cookie of the browser page) are never allowed cross-origin: no answer carries
 Access-Control-Allow-Credentials, so a browser will not send or expose a session to another site.
+
+A preflight echoes the headers the browser asks for: the SDKs add their own (`X-Tambo-React-Version`,
+`X-Stainless-*`, and more with each release), and a fixed list silently breaks every call of the next
+release that adds one. Echoing is safe here because nothing is authorised by a cookie.
 """
+import re
+
 from django.conf import settings
 from django.http import HttpResponse
 
 from tambo_project.middleware import _HybridMiddleware, _is_api
 
-ALLOW_HEADERS = "content-type, x-api-key, authorization, x-stainless-lang, x-stainless-package-version, " \
-    "x-stainless-os, x-stainless-arch, x-stainless-runtime, x-stainless-runtime-version, " \
-    "x-stainless-retry-count, x-stainless-timeout"
-ALLOW_METHODS = "GET, POST, PATCH, DELETE, OPTIONS"
+ALLOW_METHODS = "GET, POST, PUT, PATCH, DELETE, OPTIONS"
 EXPOSE_HEADERS = "X-Thread-Id, X-Run-Id, Retry-After"
+MAX_AGE = "600"
+# Header names are RFC 9110 tokens; anything else in the request header is dropped, not echoed.
+_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$")
 
 
 def _allowed_origin(origin: str) -> str | None:
@@ -22,6 +28,17 @@ def _allowed_origin(origin: str) -> str | None:
     if "*" in allowed:
         return "*"
     return origin if origin in allowed else None
+
+
+def _requested_headers(request) -> str:
+    asked = request.headers.get("Access-Control-Request-Headers", "")
+    names = [name.strip() for name in asked.split(",")]
+    return ", ".join(name for name in names if _TOKEN.match(name))
+
+
+def _vary(response) -> None:
+    if "*" not in settings.CORS_ALLOWED_ORIGINS:
+        response["Vary"] = "Origin"
 
 
 class CorsMiddleware(_HybridMiddleware):
@@ -34,9 +51,12 @@ class CorsMiddleware(_HybridMiddleware):
         if allowed:
             response["Access-Control-Allow-Origin"] = allowed
             response["Access-Control-Allow-Methods"] = ALLOW_METHODS
-            response["Access-Control-Allow-Headers"] = ALLOW_HEADERS
-            response["Access-Control-Max-Age"] = "600"
-            response["Vary"] = "Origin"
+            headers = _requested_headers(request)
+            if headers:
+                response["Access-Control-Allow-Headers"] = headers
+            response["Access-Control-Max-Age"] = MAX_AGE
+            response["Access-Control-Expose-Headers"] = EXPOSE_HEADERS
+            _vary(response)
         return response
 
     def after(self, request, response):
@@ -46,5 +66,5 @@ class CorsMiddleware(_HybridMiddleware):
             if allowed:
                 response["Access-Control-Allow-Origin"] = allowed
                 response["Access-Control-Expose-Headers"] = EXPOSE_HEADERS
-                response["Vary"] = "Origin"
+                _vary(response)
         return response

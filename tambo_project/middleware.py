@@ -6,11 +6,14 @@ from django.http import HttpRequest, HttpResponse
 
 from tambo_project.problems import PROBLEM_CONTENT_TYPE, Problem, problem_response, response_for
 
-API_PREFIXES = ("/v1/", "/api/")
+# Paths the official SDKs call (spec section 9): the v1 API, the SDK's older routes without `/v1`
+# (thread names, suggestions), the OAuth token exchange, audio, and the chat-completions gateway.
+API_PREFIXES = ("/v1/", "/threads/", "/oauth/", "/audio/", "/api/")
+API_EXACT = ("/v1", "/threads", "/oauth", "/audio", "/api")
 
 
 def _is_api(request: HttpRequest) -> bool:
-    return request.path.startswith(API_PREFIXES) or request.path == "/v1"
+    return request.path.startswith(API_PREFIXES) or request.path in API_EXACT
 
 
 class _HybridMiddleware:

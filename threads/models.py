@@ -26,6 +26,10 @@ def _message_id() -> str:
     return new_id("msg")
 
 
+def _suggestion_id() -> str:
+    return new_id("sug")
+
+
 class Project(models.Model):
     id = models.CharField(primary_key=True, max_length=40, default=_project_id, editable=False)
     name = models.CharField(max_length=200, unique=True)
@@ -36,6 +40,21 @@ class Project(models.Model):
     # Logged-in browser users act in one project; each gets its own user key (see tambo_project/auth.py).
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="tambo_projects")
     created_at = models.DateTimeField(default=now_unique)
+
+    # Identity by token (spec section 10): how an app's own user tokens are verified. At most one of
+    # the three key sources is set; none set means the token exchange is refused for this project.
+    user_token_hs256_secret = models.CharField(
+        max_length=512, blank=True, default="", help_text="Shared secret for HS256-signed user tokens.")
+    user_token_public_key = models.TextField(
+        blank=True, default="", help_text="PEM public key for RS256/ES256/EdDSA-signed user tokens.")
+    user_token_jwks_url = models.URLField(
+        max_length=1000, blank=True, default="", help_text="JWKS URL of the identity provider.")
+    user_token_issuer = models.CharField(max_length=500, blank=True, default="",
+                                         help_text="Required `iss` of user tokens (empty: not checked).")
+    user_token_audience = models.CharField(max_length=500, blank=True, default="",
+                                           help_text="Required `aud` of user tokens (empty: not checked).")
+    user_token_claim = models.CharField(max_length=100, default="sub",
+                                        help_text="The claim that names the end user.")
 
     def __str__(self) -> str:
         return self.name
@@ -143,3 +162,26 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role} {self.id}"
+
+
+class Suggestion(models.Model):
+    """A suggested next user message for an assistant message (spec section 11).
+
+    A message's suggestions are replaced as a whole each time they are generated; `position` keeps
+    the model's order.
+    """
+
+    id = models.CharField(primary_key=True, max_length=40, default=_suggestion_id, editable=False)
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="suggestions")
+    position = models.PositiveIntegerField(default=0)
+    title = models.CharField(max_length=500)
+    description = models.TextField(blank=True, default="")
+    detailed_suggestion = models.TextField(blank=True, default="")
+    metadata = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(default=now_unique)
+
+    class Meta:
+        indexes = [models.Index(fields=["message", "position", "id"], name="suggestion_list_idx")]
+
+    def __str__(self) -> str:
+        return self.title
