@@ -1,0 +1,311 @@
+"""A React app built on the official `@tambo-ai/react` 1.3.0 works unchanged against this server.
+
+The app (tests/compat/react: its own package.json and lock, bundled with esbuild) is served from its
+own origin, so every API call is a cross-origin request with the SDK's own headers, and is driven in
+Chromium as a person would: a text reply, a client tool run once, a component with streamed props, a
+follow-up, the thread list, a reload that reopens the thread, the automatic thread name, and a
+suggestion sent; once with `userKey`, once with `userToken` (the app's own RS256 JWT, verified
+through a JWKS this test serves). Every answer from the API origin and every console message is
+recorded: the page must log no error and the API must answer nothing outside 2xx.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from urllib.parse import urlencode
+
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+from playwright.sync_api import expect
+
+from tests.browser.conftest import SCREENSHOTS
+from tests.conftest import Api, require_part
+from tests.support.static_http import StaticServer
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
+
+APP_DIR = Path(__file__).resolve().parents[1] / "compat" / "react"
+SDK_VERSION = "1.3.0"
+TOKEN_USER = "react-token-user"
+
+
+# --- The app, its origin, and the identity provider ---------------------------------------------------
+
+@pytest.fixture(scope="module")
+def app_bundle() -> Path:
+    node = shutil.which("node")
+    installed = (APP_DIR / "node_modules" / "@tambo-ai" / "react" / "package.json").is_file()
+    require_part(bool(node and installed), "run `npm ci` in tests/compat/react (bin/test does it)")
+    built = subprocess.run([node, "build.mjs"], cwd=APP_DIR, capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, f"the app's bundle failed to build:\n{built.stdout}\n{built.stderr}"
+    return APP_DIR / "dist"
+
+
+@pytest.fixture(scope="module")
+def app_origin(app_bundle):
+    """The app's own origin: another port than the API's, so the browser applies CORS to every call."""
+    with StaticServer(app_bundle) as server:
+        yield server.url
+
+
+@pytest.fixture
+def identity_provider(tmp_path):
+    """An RSA key and a JWKS URL serving its public half, as an app's identity provider would."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    public_jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
+    public_jwk.update(kid="react-test-key", alg="RS256", use="sig")
+    (tmp_path / "jwks.json").write_text(json.dumps({"keys": [public_jwk]}))
+    with StaticServer(tmp_path) as server:
+        yield key, f"{server.url}/jwks.json"
+
+
+def user_token(key, user: str) -> str:
+    now = int(time.time())
+    return jwt.encode({"sub": user, "iat": now, "exp": now + 900}, key, algorithm="RS256",
+                      headers={"kid": "react-test-key"})
+
+
+# --- What the page did --------------------------------------------------------------------------------
+
+class Recorder:
+    """Every request and answer between the page and the API origin, and every console message."""
+
+    def __init__(self, page, api_origin: str):
+        self.api_origin = api_origin
+        self.requests: list[dict] = []
+        self.responses: list[tuple[str, str, int]] = []
+        self.failed: list[tuple[str, str, str]] = []
+        self.console: list[tuple[str, str]] = []
+        page.on("request", self._on_request)
+        page.on("response", self._on_response)
+        page.on("requestfailed", self._on_failed)
+        page.on("console", lambda message: self.console.append((message.type, message.text)))
+        page.on("pageerror", lambda error: self.console.append(("pageerror", str(error))))
+
+    def _ours(self, url: str) -> bool:
+        return url.startswith(self.api_origin + "/")
+
+    def _on_request(self, request) -> None:
+        if self._ours(request.url):
+            self.requests.append({"method": request.method, "url": request.url[len(self.api_origin):],
+                                  "headers": request.headers})
+
+    def _on_response(self, response) -> None:
+        if self._ours(response.url):
+            self.responses.append((response.request.method, response.url[len(self.api_origin):], response.status))
+
+    def _on_failed(self, request) -> None:
+        if self._ours(request.url):
+            self.failed.append((request.method, request.url[len(self.api_origin):], request.failure or ""))
+
+    def paths(self, method: str, fragment: str) -> list[str]:
+        return [url for m, url, _ in self.responses if m == method and fragment in url]
+
+    def assert_clean(self) -> None:
+        errors = [text for kind, text in self.console if kind in ("error", "pageerror")]
+        assert errors == [], f"console errors: {errors}"
+        bad = [entry for entry in self.responses if not 200 <= entry[2] < 300]
+        assert bad == [], f"API answers outside 2xx: {bad}"
+        assert self.failed == [], f"API requests that failed in the browser: {self.failed}"
+        v1 = [r for r in self.requests if r["url"].startswith(("/v1/", "/threads/", "/oauth/"))]
+        assert v1, "the page made no API request"
+        for request in v1:
+            # The SDK's own headers reach the server, which is what the CORS preflight must allow.
+            assert request["headers"].get("x-tambo-react-version") == SDK_VERSION, request
+            assert request["headers"].get("x-api-key"), request
+
+
+# --- The steps, each checked on what the user sees ----------------------------------------------------
+
+def status(page):
+    return page.get_by_test_id("status")
+
+
+def assistant_texts(page):
+    return page.locator("article[data-role=assistant] p.text")
+
+
+def send(page, text: str) -> None:
+    expect(page.get_by_role("button", name="Send")).to_be_enabled()
+    page.get_by_label("Message").fill(text)
+    page.get_by_role("button", name="Send").click()
+
+
+def wait_idle(page) -> None:
+    expect(status(page)).to_have_attribute("data-idle", "true")
+
+
+def open_app(page, app_origin: str, live_server_url: str, api_key: str, **identity: str) -> None:
+    query = urlencode({"tamboUrl": live_server_url, "apiKey": api_key, **identity})
+    page.goto(f"{app_origin}/index.html?{query}")
+    expect(status(page)).to_have_attribute("data-auth", "identified")
+
+
+def current_thread_id(page) -> str:
+    thread_id = status(page).get_attribute("data-thread-id")
+    assert thread_id and thread_id.startswith("thr_"), thread_id
+    return thread_id
+
+
+def step_text_reply(page, api: Api) -> str:
+    send(page, "Hello from React")
+    expect(page.locator("article[data-role=user] p.text").first).to_have_text("Hello from React")
+    expect(assistant_texts(page).first).to_contain_text("(offline model) You said: Hello from React")
+    wait_idle(page)
+    thread_id = current_thread_id(page)
+    stored = api.get(f"/v1/threads/{thread_id}").json()
+    assert [m["role"] for m in stored["messages"]] == ["user", "assistant"]
+    return thread_id
+
+
+def step_client_tool(page, api: Api, thread_id: str) -> None:
+    send(page, 'How many people live there? Use lookup_population {"city": "Lyon"}')
+    answer = page.locator("article[data-role=assistant] p.text", has_text="Tool lookup_population returned:")
+    expect(answer).to_contain_text("522250")
+    wait_idle(page)
+    expect(page.get_by_test_id("tool-call-count")).to_have_text("1")
+    assert page.evaluate("window.__reactAppToolCalls") == [
+        {"input": {"city": "Lyon"}, "result": {"city": "Lyon", "population": 522250}}]
+    blocks = [b for m in api.get(f"/v1/threads/{thread_id}").json()["messages"] for b in m["content"]]
+    uses = [b for b in blocks if b["type"] == "tool_use"]
+    assert [(b["name"], b["input"]) for b in uses] == [("lookup_population", {"city": "Lyon"})]
+    result = next(b for b in blocks if b["type"] == "tool_result")
+    assert result["toolUseId"] == uses[0]["id"]
+    assert json.loads(result["content"][0]["text"]) == {"city": "Lyon", "population": 522250}
+
+
+def step_component(page, api: Api, thread_id: str) -> None:
+    send(page, 'Show WeatherCard {"city": "Bergen", "temperatureC": 7, "conditions": "rain"}')
+    card = page.get_by_test_id("weather-card").last
+    expect(card.get_by_test_id("weather-city")).to_have_text("Bergen")
+    expect(card.get_by_test_id("weather-temperature")).to_have_text("7")
+    expect(card.get_by_test_id("weather-conditions")).to_have_text("rain")
+    wait_idle(page)
+    components = [b for m in api.get(f"/v1/threads/{thread_id}").json()["messages"] for b in m["content"]
+                  if b["type"] == "component"]
+    assert [(c["name"], c["props"]) for c in components] == [
+        ("WeatherCard", {"city": "Bergen", "temperatureC": 7, "conditions": "rain"})]
+
+
+def step_follow_up(page, api: Api, thread_id: str) -> None:
+    send(page, "Thanks, one more question")
+    expect(assistant_texts(page).last).to_contain_text("(offline model) You said: Thanks, one more question")
+    wait_idle(page)
+    assert current_thread_id(page) == thread_id, "a follow-up stays in the same thread"
+    stored = api.get(f"/v1/threads/{thread_id}").json()
+    assert stored["runStatus"] == "idle"
+    assert [m for m in stored["messages"] if m["role"] == "user"][-1]["content"] == [
+        {"type": "text", "text": "Thanks, one more question"}]
+
+
+def thread_button(page, thread_id: str):
+    return page.get_by_test_id("thread-list").locator(f"button[data-thread-id='{thread_id}']")
+
+
+def step_thread_list(page, thread_id: str) -> None:
+    expect(thread_button(page, thread_id)).to_be_visible()
+    expect(thread_button(page, thread_id)).to_have_attribute("aria-current", "true")
+
+
+def step_thread_name(page, api: Api, thread_id: str) -> None:
+    # The SDK names a thread once it has three messages (its default threshold): by now it has.
+    expect(thread_button(page, thread_id)).to_have_text("Hello from React")
+    assert api.get(f"/v1/threads/{thread_id}").json()["name"] == "Hello from React"
+
+
+def step_reload_and_reopen(page, thread_id: str) -> None:
+    page.reload()
+    expect(status(page)).to_have_attribute("data-auth", "identified")
+    expect(page.locator("article")).to_have_count(0)
+    thread_button(page, thread_id).click()
+    expect(status(page)).to_have_attribute("data-thread-id", thread_id)
+    messages = page.get_by_test_id("messages")
+    expect(messages.locator("article[data-role=user] p.text").first).to_have_text("Hello from React")
+    expect(messages).to_contain_text("Tool lookup_population returned:")
+    expect(messages.get_by_test_id("weather-city")).to_have_text("Bergen")
+    expect(assistant_texts(page).last).to_contain_text("(offline model) You said: Thanks, one more question")
+    expect(thread_button(page, thread_id)).to_have_text("Hello from React")
+    # History is shown, never replayed: the reopened thread runs no tool again.
+    expect(page.get_by_test_id("tool-call-count")).to_have_text("0")
+
+
+def step_suggestion(page, api: Api, thread_id: str) -> None:
+    suggestions = page.get_by_test_id("suggestions")
+    show = suggestions.get_by_role("button", name="Show WeatherCard")
+    expect(show).to_be_visible()
+    detailed = show.get_attribute("data-detailed")
+    assert detailed and "WeatherCard" in detailed
+    cards_before = page.get_by_test_id("weather-card").count()
+    show.click()
+    expect(page.locator("article[data-role=user] p.text").last).to_have_text(detailed)
+    # The suggestion names the component, so the offline model shows it with its schema's defaults.
+    expect(page.get_by_test_id("weather-card")).to_have_count(cards_before + 1)
+    expect(page.get_by_test_id("weather-city").last).to_have_text("Oslo")
+    wait_idle(page)
+    users = [m for m in api.get(f"/v1/threads/{thread_id}").json()["messages"] if m["role"] == "user"]
+    assert users[-1]["content"] == [{"type": "text", "text": detailed}]
+
+
+def run_everything(page, recorder: Recorder, api: Api) -> None:
+    thread_id = step_text_reply(page, api)
+    step_client_tool(page, api, thread_id)
+    step_component(page, api, thread_id)
+    step_follow_up(page, api, thread_id)
+    step_thread_list(page, thread_id)
+    step_thread_name(page, api, thread_id)
+    step_reload_and_reopen(page, thread_id)
+    step_suggestion(page, api, thread_id)
+    stored = api.get(f"/v1/threads/{thread_id}").json()
+    assert stored["runStatus"] == "idle" and "pendingToolCallIds" not in stored
+    # The SDK's own routes were used: the name by POST /threads/{id}/generate-name, suggestions on v1.
+    assert recorder.paths("POST", f"/threads/{thread_id}/generate-name")
+    assert recorder.paths("POST", "/suggestions")
+    recorder.assert_clean()
+
+
+@pytest.fixture
+def react_page(chromium, live_server_url, request):
+    """A fresh page with its Recorder; at the end its screenshot and its API log go to test-artifacts/."""
+    context = chromium.new_context(viewport={"width": 1280, "height": 800})
+    context.set_default_timeout(20_000)
+    page = context.new_page()
+    recorder = Recorder(page, live_server_url)
+    yield page, recorder
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    # The final state of each mode, for a person to look at (also after a failure).
+    page.screenshot(path=str(SCREENSHOTS / f"{request.node.name}.png"), full_page=True)
+    log = {"responses": recorder.responses, "failed": recorder.failed, "console": recorder.console}
+    (SCREENSHOTS / f"{request.node.name}.api-log.json").write_text(json.dumps(log, indent=1))
+    context.close()
+
+
+def test_a_react_app_with_a_user_key_chats_runs_tools_renders_components_and_reopens_threads(
+        react_page, app_origin, live_server_url, api_key):
+    page, recorder = react_page
+    api = Api(live_server_url, api_key, user_key="react-alice")
+    open_app(page, app_origin, live_server_url, api_key, userKey="react-alice")
+
+    run_everything(page, recorder, api)
+
+    assert all("userKey=react-alice" in r["url"] for r in recorder.requests if r["url"].startswith("/v1/"))
+
+
+def test_a_react_app_with_a_user_token_does_the_same_as_its_token_user(
+        react_page, app_origin, live_server_url, api_key, project, identity_provider):
+    key, jwks_url = identity_provider
+    project.user_token_jwks_url = jwks_url
+    project.save(update_fields=["user_token_jwks_url"])
+    page, recorder = react_page
+    api = Api(live_server_url, api_key, user_key=TOKEN_USER)
+    open_app(page, app_origin, live_server_url, api_key, userToken=user_token(key, TOKEN_USER))
+
+    run_everything(page, recorder, api)
+
+    assert recorder.paths("POST", "/oauth/token")
+    v1 = [r for r in recorder.requests if r["url"].startswith("/v1/")]
+    assert all(r["headers"].get("authorization", "").startswith("Bearer ") for r in v1)
+    assert not any("userKey=" in r["url"] for r in v1), "in token mode the SDK names no user itself"
