@@ -214,6 +214,7 @@ def step_thread_list(page, thread_id: str) -> None:
 def step_thread_name(page, api: Api, thread_id: str) -> None:
     # The SDK names a thread once it has three messages (its default threshold): by now it has.
     expect(thread_button(page, thread_id)).to_have_text("Hello from React")
+    expect(page.get_by_test_id("thread-title")).to_have_text("Hello from React")
     assert api.get(f"/v1/threads/{thread_id}").json()["name"] == "Hello from React"
 
 
@@ -229,6 +230,7 @@ def step_reload_and_reopen(page, thread_id: str) -> None:
     expect(messages.get_by_test_id("weather-city")).to_have_text("Bergen")
     expect(assistant_texts(page).last).to_contain_text("(offline model) You said: Thanks, one more question")
     expect(thread_button(page, thread_id)).to_have_text("Hello from React")
+    expect(page.get_by_test_id("thread-title")).to_have_text("Hello from React")
     # History is shown, never replayed: the reopened thread runs no tool again.
     expect(page.get_by_test_id("tool-call-count")).to_have_text("0")
 

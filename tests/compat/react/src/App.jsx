@@ -60,12 +60,16 @@ function ThreadList() {
 
 function Status() {
   const { currentThreadId, thread, authState, isIdle, streamingState } = useTambo();
+  // A reopened thread's name is in the thread list (same query, so no extra request), not in the
+  // stream state the SDK rebuilds from its messages.
+  const { data } = useTamboThreadList();
+  const name = thread?.thread.name ?? data?.threads.find((listed) => listed.id === currentThreadId)?.name;
   const [count, setCount] = useState(toolCalls.length);
   useEffect(() => onToolCall(setCount), []);
   return (
     <header className="status" data-testid="status" data-auth={authState.status} data-idle={String(isIdle)}
       data-thread-id={currentThreadId}>
-      <h1 data-testid="thread-title">{thread?.thread.name ?? "New conversation"}</h1>
+      <h1 data-testid="thread-title">{name ?? "New conversation"}</h1>
       <span>auth: {authState.status}</span> · <span>run: {streamingState.status}</span> ·{" "}
       <span>tool calls: <output data-testid="tool-call-count">{count}</output></span>
       {streamingState.error && <p role="alert">{streamingState.error.message}</p>}
