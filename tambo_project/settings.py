@@ -179,3 +179,8 @@ LOGGING = {
 
 # Browser users without a project membership act in this project (created on first use).
 WEB_PROJECT_NAME = env.str("WEB_PROJECT_NAME", default="demo")
+
+# Identity by token (tambo_project/user_tokens.py): a project's JWKS is re-fetched for an unknown `kid`
+# at most once per cooldown, and a JWKS URL that does not answer within the timeout refuses the exchange.
+USER_TOKEN_JWKS_COOLDOWN = env.float("USER_TOKEN_JWKS_COOLDOWN", default=60)
+USER_TOKEN_JWKS_TIMEOUT = env.float("USER_TOKEN_JWKS_TIMEOUT", default=3)

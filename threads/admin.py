@@ -1,10 +1,12 @@
 """Admin: inspect threads with their messages and runs; create API keys (shown once)."""
 import json
 
+from django import forms
 from django.contrib import admin, messages
 from django.utils.html import format_html
 
 from runs.models import Run
+from tambo_project.user_tokens import settings_errors
 from threads.models import ApiKey, Message, Project, Thread
 from threads.presenters import message_content
 
@@ -83,12 +85,39 @@ class ApiKeyInline(admin.TabularInline):
         return False  # keys are made through the API key admin, which shows the key once
 
 
+class ProjectForm(forms.ModelForm):
+    class Meta:
+        model = Project
+        fields = "__all__"
+
+    def clean(self):
+        data = super().clean()
+        errors = settings_errors(hs256_secret=data.get("user_token_hs256_secret") or "",
+                                 public_key=data.get("user_token_public_key") or "",
+                                 jwks_url=data.get("user_token_jwks_url") or "",
+                                 claim=data.get("user_token_claim") or "")
+        for field, message in errors.items():
+            self.add_error(field, message)
+        return data
+
+
 @admin.register(Project)
 class ProjectAdmin(admin.ModelAdmin):
+    form = ProjectForm
     list_display = ("name", "id", "created_at")
     search_fields = ("name", "id")
     filter_horizontal = ("members",)
     inlines = [ApiKeyInline]
+    fieldsets = [
+        (None, {"fields": ("name", "system_prompt", "max_tool_calls_per_turn", "members")}),
+        ("Identity by token (userToken)", {
+            "description": "How the app's own user tokens are verified before POST /oauth/token exchanges them "
+                           "for access tokens. Set one of the HS256 secret, the PEM public key or the JWKS URL; "
+                           "none set refuses the exchange.",
+            "fields": ("user_token_hs256_secret", "user_token_public_key", "user_token_jwks_url",
+                       "user_token_issuer", "user_token_audience", "user_token_claim"),
+        }),
+    ]
 
 
 @admin.register(ApiKey)
