@@ -10,21 +10,21 @@ recorded: the page must log no error and the API must answer nothing outside 2xx
 """
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import subprocess
-import time
 from pathlib import Path
 from urllib.parse import urlencode
 
-import jwt
 import pytest
-from cryptography.hazmat.primitives.asymmetric import rsa
+from django.core.management import call_command
 from playwright.sync_api import expect
 
 from tests.browser.conftest import SCREENSHOTS
 from tests.conftest import Api, require_part
 from tests.support.static_http import StaticServer
+from tests.support.user_tokens import JwksServer, rsa_key, sign_rs256
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
@@ -53,20 +53,14 @@ def app_origin(app_bundle):
 
 
 @pytest.fixture
-def identity_provider(tmp_path):
-    """An RSA key and a JWKS URL serving its public half, as an app's identity provider would."""
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    public_jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
-    public_jwk.update(kid="react-test-key", alg="RS256", use="sig")
-    (tmp_path / "jwks.json").write_text(json.dumps({"keys": [public_jwk]}))
-    with StaticServer(tmp_path) as server:
-        yield key, f"{server.url}/jwks.json"
-
-
-def user_token(key, user: str) -> str:
-    now = int(time.time())
-    return jwt.encode({"sub": user, "iat": now, "exp": now + 900}, key, algorithm="RS256",
-                      headers={"kid": "react-test-key"})
+def token_project(project):
+    """The project verifies its app's user tokens with an identity provider's JWKS (as an admin sets it
+    up with `manage.py configure_user_tokens`); yields the provider's signing key."""
+    key = rsa_key()
+    with JwksServer() as jwks:
+        jwks.keys["react-test-key"] = key
+        call_command("configure_user_tokens", project=project.name, jwks_url=jwks.url, stdout=io.StringIO())
+        yield key
 
 
 # --- What the page did --------------------------------------------------------------------------------
@@ -297,13 +291,10 @@ def test_a_react_app_with_a_user_key_chats_runs_tools_renders_components_and_reo
 
 
 def test_a_react_app_with_a_user_token_does_the_same_as_its_token_user(
-        react_page, app_origin, live_server_url, api_key, project, identity_provider):
-    key, jwks_url = identity_provider
-    project.user_token_jwks_url = jwks_url
-    project.save(update_fields=["user_token_jwks_url"])
+        react_page, app_origin, live_server_url, api_key, token_project):
     page, recorder = react_page
     api = Api(live_server_url, api_key, user_key=TOKEN_USER)
-    open_app(page, app_origin, live_server_url, api_key, userToken=user_token(key, TOKEN_USER))
+    open_app(page, app_origin, live_server_url, api_key, userToken=sign_rs256(token_project, kid="react-test-key", user=TOKEN_USER))
 
     run_everything(page, recorder, api)
 
