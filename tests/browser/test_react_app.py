@@ -73,9 +73,18 @@ class Recorder:
         self.requests: list[dict] = []
         self.responses: list[tuple[str, str, int]] = []
         self.failed: list[tuple[str, str, str]] = []
+        # Requests the test itself cut off by reloading the page: provoked, so not a failure.
+        self.cut_off: list[tuple[str, str, str]] = []
+        # Run streams the SDK closed itself after a 200 answer: it stops reading at
+        # `tambo.run.awaiting_input` to run the client tool, sometimes before the server's last bytes.
+        self.closed_by_sdk: list[tuple[str, str, str]] = []
+        self._answered: set = set()
+        self._in_flight: set = set()
+        self._reloaded_over: set = set()
         self.console: list[tuple[str, str]] = []
         page.on("request", self._on_request)
         page.on("response", self._on_response)
+        page.on("requestfinished", lambda request: self._in_flight.discard(request))
         page.on("requestfailed", self._on_failed)
         page.on("console", lambda message: self.console.append((message.type, message.text)))
         page.on("pageerror", lambda error: self.console.append(("pageerror", str(error))))
@@ -83,28 +92,49 @@ class Recorder:
     def _ours(self, url: str) -> bool:
         return url.startswith(self.api_origin + "/")
 
+    def reloading(self) -> None:
+        """Call right before the test reloads the page: what is still in flight will be aborted by it."""
+        self._reloaded_over |= self._in_flight
+
     def _on_request(self, request) -> None:
         if self._ours(request.url):
+            self._in_flight.add(request)
             self.requests.append({"method": request.method, "url": request.url[len(self.api_origin):],
                                   "headers": request.headers})
 
     def _on_response(self, response) -> None:
         if self._ours(response.url):
+            if response.ok:
+                self._answered.add(response.request)
             self.responses.append((response.request.method, response.url[len(self.api_origin):], response.status))
 
     def _on_failed(self, request) -> None:
+        self._in_flight.discard(request)
         if self._ours(request.url):
-            self.failed.append((request.method, request.url[len(self.api_origin):], request.failure or ""))
+            entry = (request.method, request.url[len(self.api_origin):], request.failure or "")
+            aborted = "ERR_ABORTED" in entry[2]
+            if aborted and request in self._reloaded_over:
+                self.cut_off.append(entry)
+            elif aborted and request in self._answered and request.method == "POST" and "/runs" in entry[1]:
+                self.closed_by_sdk.append(entry)
+            else:
+                self.failed.append(entry)
 
     def paths(self, method: str, fragment: str) -> list[str]:
         return [url for m, url, _ in self.responses if m == method and fragment in url]
 
-    def assert_clean(self) -> None:
+    def summary(self) -> str:
+        errors = [text for kind, text in self.console if kind in ("error", "pageerror")]
+        bad = [entry for entry in self.responses if not 200 <= entry[2] < 300]
+        return f"console errors: {errors}\nAPI answers outside 2xx: {bad}\nfailed requests: {self.failed}"
+
+    def assert_clean(self, client_tool_pauses: int) -> None:
         errors = [text for kind, text in self.console if kind in ("error", "pageerror")]
         assert errors == [], f"console errors: {errors}"
         bad = [entry for entry in self.responses if not 200 <= entry[2] < 300]
         assert bad == [], f"API answers outside 2xx: {bad}"
         assert self.failed == [], f"API requests that failed in the browser: {self.failed}"
+        assert len(self.closed_by_sdk) <= client_tool_pauses, f"run streams closed early: {self.closed_by_sdk}"
         v1 = [r for r in self.requests if r["url"].startswith(("/v1/", "/threads/", "/oauth/"))]
         assert v1, "the page made no API request"
         for request in v1:
@@ -212,7 +242,11 @@ def step_thread_name(page, api: Api, thread_id: str) -> None:
     assert api.get(f"/v1/threads/{thread_id}").json()["name"] == "Hello from React"
 
 
-def step_reload_and_reopen(page, thread_id: str) -> None:
+def step_reload_and_reopen(page, recorder: Recorder, thread_id: str) -> None:
+    # Reload once the page has settled as a user sees it: the last answer's suggestions are shown.
+    last_answer = page.locator("article[data-role=assistant]").last.get_attribute("data-message-id")
+    expect(page.get_by_test_id("suggestions")).to_have_attribute("data-message-id", last_answer)
+    recorder.reloading()
     page.reload()
     expect(status(page)).to_have_attribute("data-auth", "identified")
     expect(page.locator("article")).to_have_count(0)
@@ -247,20 +281,28 @@ def step_suggestion(page, api: Api, thread_id: str) -> None:
 
 
 def run_everything(page, recorder: Recorder, api: Api) -> None:
+    try:
+        steps(page, recorder, api)
+    except AssertionError as exc:
+        # What the browser saw (a CORS refusal, a 4xx) usually says more than the element that never came.
+        raise AssertionError(f"{exc}\n--- what the page recorded\n{recorder.summary()}") from exc
+
+
+def steps(page, recorder: Recorder, api: Api) -> None:
     thread_id = step_text_reply(page, api)
     step_client_tool(page, api, thread_id)
     step_component(page, api, thread_id)
     step_follow_up(page, api, thread_id)
     step_thread_list(page, thread_id)
     step_thread_name(page, api, thread_id)
-    step_reload_and_reopen(page, thread_id)
+    step_reload_and_reopen(page, recorder, thread_id)
     step_suggestion(page, api, thread_id)
     stored = api.get(f"/v1/threads/{thread_id}").json()
     assert stored["runStatus"] == "idle" and "pendingToolCallIds" not in stored
     # The SDK's own routes were used: the name by POST /threads/{id}/generate-name, suggestions on v1.
     assert recorder.paths("POST", f"/threads/{thread_id}/generate-name")
     assert recorder.paths("POST", "/suggestions")
-    recorder.assert_clean()
+    recorder.assert_clean(client_tool_pauses=1)
 
 
 @pytest.fixture
@@ -274,7 +316,9 @@ def react_page(chromium, live_server_url, request):
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     # The final state of each mode, for a person to look at (also after a failure).
     page.screenshot(path=str(SCREENSHOTS / f"{request.node.name}.png"), full_page=True)
-    log = {"responses": recorder.responses, "failed": recorder.failed, "console": recorder.console}
+    log = {"responses": recorder.responses, "failed": recorder.failed, "cut_off_by_reload": recorder.cut_off,
+           "closed_by_sdk": recorder.closed_by_sdk,
+           "console": recorder.console}
     (SCREENSHOTS / f"{request.node.name}.api-log.json").write_text(json.dumps(log, indent=1))
     context.close()
 
@@ -302,3 +346,22 @@ def test_a_react_app_with_a_user_token_does_the_same_as_its_token_user(
     v1 = [r for r in recorder.requests if r["url"].startswith("/v1/")]
     assert all(r["headers"].get("authorization", "").startswith("Bearer ") for r in v1)
     assert not any("userKey=" in r["url"] for r in v1), "in token mode the SDK names no user itself"
+
+
+def test_a_react_app_whose_user_token_the_project_cannot_verify_says_so_and_sends_nothing(
+        react_page, app_origin, live_server_url, api_key, token_project):
+    page, recorder = react_page
+    stranger = rsa_key()  # not the identity provider's key: its signature cannot verify
+    query = urlencode({"tamboUrl": live_server_url, "apiKey": api_key,
+                       "userToken": sign_rs256(stranger, kid="react-test-key", user=TOKEN_USER)})
+    page.goto(f"{app_origin}/index.html?{query}")
+
+    expect(status(page)).to_have_attribute("data-auth", "error")
+    expect(page.get_by_role("button", name="Send")).to_be_disabled()
+    exchanges = [entry for entry in recorder.responses if entry[1] == "/oauth/token"]
+    assert exchanges and all(status_code == 400 for _, _, status_code in exchanges), recorder.responses
+    # Until a token exchange succeeds the SDK sends nothing to /v1, so no thread can be read or written.
+    assert not [entry for entry in recorder.responses if entry[1].startswith("/v1/")]
+    warnings = [text for kind, text in recorder.console if kind == "warning"]
+    assert any(text.startswith("[TamboProvider] Token exchange failed:") and "invalid_grant" in text
+               for text in warnings), warnings

@@ -117,7 +117,8 @@ function Suggestions() {
   const { suggestions, accept, isAccepting } = useTamboSuggestions({ maxSuggestions: 3 });
   if (suggestions.length === 0) return null;
   return (
-    <nav className="suggestions" data-testid="suggestions" aria-label="Suggestions">
+    <nav className="suggestions" data-testid="suggestions" aria-label="Suggestions"
+      data-message-id={suggestions[0].messageId}>
       {suggestions.map((suggestion) => (
         <button key={suggestion.id} type="button" disabled={isAccepting} title={suggestion.description}
           data-detailed={suggestion.detailedSuggestion}
