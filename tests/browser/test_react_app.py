@@ -317,8 +317,7 @@ def react_page(chromium, live_server_url, request):
     # The final state of each mode, for a person to look at (also after a failure).
     page.screenshot(path=str(SCREENSHOTS / f"{request.node.name}.png"), full_page=True)
     log = {"responses": recorder.responses, "failed": recorder.failed, "cut_off_by_reload": recorder.cut_off,
-           "closed_by_sdk": recorder.closed_by_sdk,
-           "console": recorder.console}
+           "closed_by_sdk": recorder.closed_by_sdk, "console": recorder.console}
     (SCREENSHOTS / f"{request.node.name}.api-log.json").write_text(json.dumps(log, indent=1))
     context.close()
 
@@ -338,7 +337,8 @@ def test_a_react_app_with_a_user_token_does_the_same_as_its_token_user(
         react_page, app_origin, live_server_url, api_key, token_project):
     page, recorder = react_page
     api = Api(live_server_url, api_key, user_key=TOKEN_USER)
-    open_app(page, app_origin, live_server_url, api_key, userToken=sign_rs256(token_project, kid="react-test-key", user=TOKEN_USER))
+    token = sign_rs256(token_project, kid="react-test-key", user=TOKEN_USER)
+    open_app(page, app_origin, live_server_url, api_key, userToken=token)
 
     run_everything(page, recorder, api)
 
@@ -346,6 +346,8 @@ def test_a_react_app_with_a_user_token_does_the_same_as_its_token_user(
     v1 = [r for r in recorder.requests if r["url"].startswith("/v1/")]
     assert all(r["headers"].get("authorization", "").startswith("Bearer ") for r in v1)
     assert not any("userKey=" in r["url"] for r in v1), "in token mode the SDK names no user itself"
+    # The token's user owns the thread.
+    assert [thread["userKey"] for thread in api.get("/v1/threads").json()["threads"]] == [TOKEN_USER]
 
 
 def test_a_react_app_whose_user_token_the_project_cannot_verify_says_so_and_sends_nothing(
