@@ -317,7 +317,8 @@ def react_page(chromium, live_server_url, request):
     # The final state of each mode, for a person to look at (also after a failure).
     page.screenshot(path=str(SCREENSHOTS / f"{request.node.name}.png"), full_page=True)
     log = {"responses": recorder.responses, "failed": recorder.failed, "cut_off_by_reload": recorder.cut_off,
-           "closed_by_sdk": recorder.closed_by_sdk, "console": recorder.console}
+           "closed_by_sdk": recorder.closed_by_sdk, "console": recorder.console,
+           "first_request": recorder.requests[0] if recorder.requests else None}
     (SCREENSHOTS / f"{request.node.name}.api-log.json").write_text(json.dumps(log, indent=1))
     context.close()
 
