@@ -93,12 +93,21 @@ async def _drafts(request: ModelRequest) -> list[DraftSuggestion]:
     for attempt in range(1, ATTEMPTS + 1):
         reply = (await model_complete(request)).text
         try:
-            return DraftReply.model_validate(json.loads(reply)).suggestions
+            return DraftReply.model_validate(json.loads(_unfenced(reply))).suggestions
         except (ValueError, ValidationError) as exc:  # json's errors are ValueErrors
             # The reply is not logged: it may quote the conversation.
             log.warning("Suggestions reply %d of %d did not validate: %s", attempt, ATTEMPTS, type(exc).__name__)
     raise Problem(502, "LLM_SERVER_ERROR", "The model's suggestions could not be read.",
                   category="server_error", isRetryable=True)
+
+
+def _unfenced(reply: str) -> str:
+    """The reply without a Markdown code fence around it: OpenAI-compatible servers that ignore JSON
+    mode often answer ```json … ```."""
+    text = reply.strip()
+    if text.startswith("```") and text.endswith("```") and "\n" in text:
+        text = text[text.index("\n") + 1:-3]
+    return text
 
 
 def _assistant_message(*, project: Project, user_key: str, thread_id: str, message_id: str) -> Message:
