@@ -123,6 +123,7 @@ def test_a_failing_model_is_a_retryable_bad_gateway_problem(api, project):
     assert "name" not in api.get(f"/v1/threads/{thread.id}").json()
 
 
+@pytest.mark.both_dbs
 def test_it_names_a_thread_while_a_run_streams_on_it_and_the_run_keeps_the_name(api, project):
     thread, _ = conversation(project, ("user", "Weekend in Porto"), ("assistant", "Nice choice."))
     runs = Runs(api)

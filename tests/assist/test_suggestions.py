@@ -59,6 +59,7 @@ def test_three_is_the_default_and_no_components_leave_one_suggestion(api, chat):
     assert [(s["title"], s["detailedSuggestion"]) for s in only] == [("Tell me more", "Tell me more about that.")]
 
 
+@pytest.mark.both_dbs
 def test_generating_again_replaces_the_messages_earlier_suggestions(api, chat):
     thread, answer = chat
     first = generate(api, thread.id, answer.id, availableComponents=[DATA_CARD]).json()["suggestions"]
@@ -70,6 +71,7 @@ def test_generating_again_replaces_the_messages_earlier_suggestions(api, chat):
     assert not {s["id"] for s in first} & {s["id"] for s in second}
 
 
+@pytest.mark.both_dbs
 def test_the_list_pages_in_the_models_order(api, chat):
     thread, answer = chat
     components = [{**DATA_CARD, "name": f"Card{i}"} for i in range(6)]
