@@ -64,7 +64,7 @@ def test_the_name_is_the_models_title_from_one_plain_call(api, fake, chat):
     assert response.json()["name"] == "Bridges of Hamburg"
     [request] = fake.requests
     assert not request.body.get("stream")
-    assert "response_format" not in request.body and "tools" not in request.body
+    assert not {"response_format", "tools", "max_tokens"} & set(request.body)
     assert request.body["model"] == "fake-default"
     assert request.api_key == VENDOR_KEY
     system, conversation = request.body["messages"]
@@ -110,6 +110,17 @@ def test_suggestions_are_the_models_json_in_its_order(api, fake, chat):
     assert "JSON" in system["content"] and "at most 2 suggestions" in system["content"]
     assert "- DataCard: A card with one figure and its label." in system["content"]
     assert conversation["content"].endswith("Assistant: Hamburg has more bridges than Venice and Amsterdam.")
+
+
+def test_a_bare_array_with_snake_case_fields_is_read_too(api, fake, chat):
+    thread, answer = chat
+    fake.script(Text(json.dumps([{"title": "Oldest bridge", "detailed_suggestion": "Which bridge is oldest?"}])))
+
+    response = generate(api, thread.id, answer.id)
+
+    assert response.status_code == 200, response.text
+    [made] = response.json()["suggestions"]
+    assert (made["title"], made["detailedSuggestion"]) == ("Oldest bridge", "Which bridge is oldest?")
 
 
 def test_a_reply_that_is_not_the_json_asked_for_is_asked_again_once(api, fake, chat):
