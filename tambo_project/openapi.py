@@ -209,5 +209,8 @@ def postprocess_v1_schema(result: dict[str, Any], generator, request, public) ->
                 responses.setdefault(status, _problem(status))
             operation["security"] = [{SECURITY_SCHEME: []}]
     paths.update(_run_paths(schemas))
+    from runs.assist.openapi import assist_paths  # imports this module: not at the top
+
+    paths.update(assist_paths(schemas))
     result["paths"] = dict(sorted(paths.items()))
     return result

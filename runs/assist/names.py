@@ -34,10 +34,10 @@ async def thread_name_generate(*, project: Project, user_key: str, thread_id: st
     if first_text is None:
         raise validation_error("The thread has no user text to make a name from.")
     conversation = transcript(messages, max_chars=PROMPT_CHARS, keep_end=False)
+    # No max_tokens: reasoning models refuse it or spend it thinking; the reply is cut to NAME_MAX anyway.
     request = ModelRequest(
         messages=[{"role": "system", "content": SYSTEM_PROMPT},
                   {"role": "user", "content": f"The conversation:\n\n{conversation}"}],
-        max_tokens=40,
         task=ModelTask("thread_name", {"firstUserText": first_text}),
     )
     name = title_from_reply((await model_complete(request)).text)

@@ -11,7 +11,7 @@ from typing import Annotated, Sequence
 
 from asgiref.sync import sync_to_async
 from django.db import transaction
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from clientsdk import types as wire
 from runs.assist.model import message_text, model_complete, transcript
@@ -37,7 +37,9 @@ class DraftSuggestion(BaseModel):
 
     title: Line
     description: Annotated[str, StringConstraints(strip_whitespace=True, max_length=2000)] = ""
-    detailedSuggestion: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4000)]
+    # Models asked for camelCase sometimes answer snake_case; both mean the same field.
+    detailed_suggestion: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4000),
+                                   Field(validation_alias=AliasChoices("detailedSuggestion", "detailed_suggestion"))]
 
 
 class DraftReply(BaseModel):
@@ -93,12 +95,23 @@ async def _drafts(request: ModelRequest) -> list[DraftSuggestion]:
     for attempt in range(1, ATTEMPTS + 1):
         reply = (await model_complete(request)).text
         try:
-            return DraftReply.model_validate(json.loads(reply)).suggestions
+            parsed = json.loads(_unfenced(reply))
+            # A bare array (what some servers answer without JSON mode) is read as the suggestions.
+            return DraftReply.model_validate({"suggestions": parsed} if isinstance(parsed, list) else parsed).suggestions
         except (ValueError, ValidationError) as exc:  # json's errors are ValueErrors
             # The reply is not logged: it may quote the conversation.
             log.warning("Suggestions reply %d of %d did not validate: %s", attempt, ATTEMPTS, type(exc).__name__)
     raise Problem(502, "LLM_SERVER_ERROR", "The model's suggestions could not be read.",
                   category="server_error", isRetryable=True)
+
+
+def _unfenced(reply: str) -> str:
+    """The reply without a Markdown code fence around it: OpenAI-compatible servers that ignore JSON
+    mode often answer ```json … ```."""
+    text = reply.strip()
+    if text.startswith("```") and text.endswith("```") and "\n" in text:
+        text = text[text.index("\n") + 1:-3]
+    return text
 
 
 def _assistant_message(*, project: Project, user_key: str, thread_id: str, message_id: str) -> Message:
@@ -122,8 +135,8 @@ def suggestions_replace(*, message: Message, drafts: Sequence[DraftSuggestion]) 
     """Replaces the message's suggestions with `drafts`, in order, in one transaction."""
     rows = [Suggestion(message=message, position=position, title=draft.title,
                        # The SDK calls `description` an alias of the detailed suggestion: never leave it empty.
-                       description=draft.description or draft.detailedSuggestion,
-                       detailed_suggestion=draft.detailedSuggestion)
+                       description=draft.description or draft.detailed_suggestion,
+                       detailed_suggestion=draft.detailed_suggestion)
             for position, draft in enumerate(drafts)]
     with transaction.atomic():
         Suggestion.objects.filter(message=message).delete()

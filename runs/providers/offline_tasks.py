@@ -46,9 +46,11 @@ def cut_at_word(text: str, limit: int) -> str:
     text = " ".join(text.split())
     if len(text) <= limit:
         return text
-    head = text[:limit + 1]
-    cut = head.rfind(" ")
-    return (head[:cut] if cut > 0 else text[:limit]).rstrip(" ,.;:-")
+    head = text[:limit]
+    if text[limit].isalnum():  # the limit falls inside a word: go back to the last space
+        cut = head.rfind(" ")
+        head = head[:cut] if cut > 0 else head
+    return head.rstrip(" ,.;:-")
 
 
 def offline_suggestions(facts: dict[str, Any]) -> list[dict[str, str]]:

@@ -75,6 +75,22 @@ def test_it_refuses_a_thread_without_user_text(api, project, turns):
     assert "name" not in api.get(f"/v1/threads/{thread.id}").json()
 
 
+def test_a_browser_app_on_another_origin_may_call_it(api, project):
+    thread, _ = conversation(project, ("user", "Bridges"))
+    url = f"{api.base_url}/threads/{thread.id}/generate-name"
+
+    preflight = requests.options(url, headers={"Origin": "https://app.example", "Access-Control-Request-Method": "POST",
+                                               "Access-Control-Request-Headers": "x-api-key, x-stainless-os"},
+                                 timeout=30)
+    response = api.session.post(url, params={"userKey": "alice"}, headers={"Origin": "https://app.example"},
+                                timeout=30)
+
+    assert preflight.status_code == 204
+    assert preflight.headers["Access-Control-Allow-Headers"] == "x-api-key, x-stainless-os"
+    assert response.status_code == 200
+    assert response.headers["Access-Control-Allow-Origin"] == "*"
+
+
 def test_an_unknown_thread_is_not_found(api):
     assert_problem(generate_name(api, "thr_doesnotexist"), 404, "THREAD_NOT_FOUND")
 
@@ -123,6 +139,7 @@ def test_a_failing_model_is_a_retryable_bad_gateway_problem(api, project):
     assert "name" not in api.get(f"/v1/threads/{thread.id}").json()
 
 
+@pytest.mark.both_dbs
 def test_it_names_a_thread_while_a_run_streams_on_it_and_the_run_keeps_the_name(api, project):
     thread, _ = conversation(project, ("user", "Weekend in Porto"), ("assistant", "Nice choice."))
     runs = Runs(api)
