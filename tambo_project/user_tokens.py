@@ -145,13 +145,21 @@ def _jwks_client(url: str) -> jwt.PyJWKClient:
 
 def _jwks_key(url: str, token: str) -> tuple[object, list[str]]:
     try:
-        signing_key = _jwks_client(url).get_signing_key_from_jwt(token)
-    except jwt.PyJWKClientConnectionError:
-        raise TokenRefused("invalid_grant", "The project's JWKS URL could not be reached; try again later.") from None
-    except jwt.PyJWKClientError:
-        raise TokenRefused("invalid_grant", "No key of the project's JWKS matches the token's `kid`.") from None
+        kid = jwt.get_unverified_header(token).get("kid")
     except jwt.PyJWTError:
         raise TokenRefused("invalid_grant", "The subject token is not a well-formed JWT.") from None
+    if not kid:
+        # Without a `kid` there is nothing to look up, and no reason to fetch the key set again.
+        raise TokenRefused("invalid_grant", "The subject token names no `kid`, which a JWKS needs.")
+    try:
+        signing_key = _jwks_client(url).get_signing_key(kid)
+    except jwt.PyJWKClientConnectionError:
+        raise TokenRefused("invalid_grant", "The project's JWKS URL could not be reached; try again later.") from None
+    except (jwt.PyJWKSetError, ValueError):
+        # ValueError: an answer that is not JSON, which PyJWKClient lets through.
+        raise TokenRefused("invalid_grant", "The project's JWKS URL did not answer a valid JWK Set.") from None
+    except jwt.PyJWKClientError:
+        raise TokenRefused("invalid_grant", "No key of the project's JWKS matches the token's `kid`.") from None
     if signing_key.algorithm_name not in JWKS_ALGORITHMS:
         raise TokenRefused("invalid_grant", "The matching JWKS key is not a public signing key.")
     return signing_key.key, [signing_key.algorithm_name]

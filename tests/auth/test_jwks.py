@@ -97,3 +97,19 @@ def test_a_jwks_url_that_is_down_refuses_the_exchange_and_the_server_goes_on(liv
     assert requests.get(live_server_url + "/v1/threads", params={"userKey": "alice"},
                         headers={"x-api-key": api_key}, timeout=30).status_code == 200
     assert ApiKey.objects.get().last_used_at is not None  # by the /v1 call, not by the refused exchange
+
+
+@pytest.mark.parametrize("body", [b"<html>not json</html>", b"[1, 2]", b'{"keys": [{"kty": "nope"}]}', b"{}"])
+def test_a_jwks_url_answering_something_else_refuses_the_exchange(live_server_url, api_key, jwks, body):
+    jwks.raw_body = body
+
+    response = exchange(live_server_url, api_key, sign_rs256(jwks.keys["key-1"], kid="key-1"))
+
+    assert_oauth_error(response, 400, "invalid_grant")
+
+
+def test_a_token_without_kid_is_refused_without_fetching_the_jwks(live_server_url, api_key, jwks):
+    response = exchange(live_server_url, api_key, sign_rs256(jwks.keys["key-1"]))
+
+    assert "kid" in assert_oauth_error(response, 400, "invalid_grant")
+    assert jwks.fetches == 0
