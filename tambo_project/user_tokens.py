@@ -25,6 +25,7 @@ from django.utils.crypto import salted_hmac
 
 LEEWAY_SECONDS = 60
 ACCESS_TOKEN_MAX_SECONDS = 3600
+ACCESS_TOKEN_LEEWAY_SECONDS = 5
 # Marks a JWT as this server's access token, so no other JWT it might sign is ever taken for one.
 ACCESS_TOKEN_AUDIENCE = "urn:tambo-django:access-token"
 USER_KEY_MAX_LENGTH = 256
@@ -242,8 +243,10 @@ def access_token_read(token: str) -> AccessClaims:
         project_id = jwt.decode(token, options={"verify_signature": False}).get("iss")
         if not isinstance(project_id, str) or not 0 < len(project_id) <= 40:
             raise AccessTokenInvalid("The bearer token is not an access token of this server.")
+        # The leeway is for server processes on other hosts whose clocks differ a little: PyJWT
+        # refuses an `iat` in the future, which a token issued a moment ago elsewhere can have.
         claims = jwt.decode(token, _access_key(project_id), algorithms=["HS256"], issuer=project_id,
-                            audience=ACCESS_TOKEN_AUDIENCE,
+                            audience=ACCESS_TOKEN_AUDIENCE, leeway=ACCESS_TOKEN_LEEWAY_SECONDS,
                             options={"require": ["iss", "aud", "sub", "akid", "iat", "exp", "jti"]})
     except jwt.ExpiredSignatureError:
         raise AccessTokenInvalid("The bearer access token has expired; exchange a new one at /oauth/token.") from None

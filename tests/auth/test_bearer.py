@@ -226,3 +226,17 @@ def test_every_v1_route_refuses_a_forged_bearer(live_server_url, token, api_key,
     response = _route_call(Bearer(live_server_url, _forged(token), api_key), method, path, project)
 
     assert_problem(response, 401, "UNAUTHORIZED")
+
+
+def test_the_gateway_takes_an_access_token_and_still_a_project_key_as_bearer(live_server_url, token, api_key):
+    body = {"model": "offline", "messages": [{"role": "user", "content": "hi"}]}
+    for bearer_value in (token, api_key):
+        response = requests.post(live_server_url + "/api/chat/completions", json=body, timeout=30,
+                                 headers={"Authorization": f"Bearer {bearer_value}"})
+        assert response.status_code == 200, response.text
+        assert response.json()["choices"][0]["message"]["role"] == "assistant"
+
+    ApiKey.objects.update(revoked=True)
+    refused = requests.post(live_server_url + "/api/chat/completions", json=body, timeout=30,
+                            headers={"Authorization": f"Bearer {token}"})
+    assert refused.status_code == 401
