@@ -17,8 +17,11 @@ from pydantic import BaseModel
 from pydantic.json_schema import model_json_schema
 
 from clientsdk import types as wire
+from tambo_project.openapi_oauth import BEARER_SCHEME, add_token_exchange
 
 SECURITY_SCHEME = "ApiKeyAuth"
+# An operation takes the API key, or a bearer access token (spec section 10); the SDKs send both.
+SECURITY = [{SECURITY_SCHEME: []}, {BEARER_SCHEME: []}]
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 PROBLEM_REF = {"$ref": "#/components/schemas/Problem"}
 
@@ -124,7 +127,7 @@ def _run_operation(operation_id: str, summary: str, body_ref: dict, headers: dic
         "tags": ["runs"],
         "parameters": parameters,
         "requestBody": {"required": True, "content": {"application/json": {"schema": body_ref}}},
-        "security": [{SECURITY_SCHEME: []}],
+        "security": SECURITY,
         "responses": {
             "200": {
                 "description": AG_UI_EVENTS,
@@ -163,10 +166,11 @@ def _run_paths(components: dict[str, Any]) -> dict[str, Any]:
             "parameters": [
                 thread_id,
                 _path_param("runId", "The active run's id (`run_…`)."),
-                {"name": "userKey", "in": "query", "required": True, "schema": {"type": "string"},
-                 "description": "The end user the call acts for."},
+                {"name": "userKey", "in": "query", "required": False, "schema": {"type": "string"},
+                 "description": "The end user the call acts for; required unless a bearer access token "
+                                "names it."},
             ],
-            "security": [{SECURITY_SCHEME: []}],
+            "security": SECURITY,
             "responses": {
                 "200": {"description": "The run was flagged for cancellation; its stream ends with "
                                        "`RUN_ERROR {code: \"CANCELLED\"}`.",
@@ -207,10 +211,11 @@ def postprocess_v1_schema(result: dict[str, Any], generator, request, public) ->
             responses = operation.setdefault("responses", {})
             for status in _problem_statuses(path, method):
                 responses.setdefault(status, _problem(status))
-            operation["security"] = [{SECURITY_SCHEME: []}]
+            operation["security"] = SECURITY
     paths.update(_run_paths(schemas))
     from runs.assist.openapi import assist_paths  # imports this module: not at the top
 
     paths.update(assist_paths(schemas))
+    add_token_exchange(result, SECURITY_SCHEME)
     result["paths"] = dict(sorted(paths.items()))
     return result

@@ -25,6 +25,7 @@ from django.utils.crypto import salted_hmac
 
 LEEWAY_SECONDS = 60
 ACCESS_TOKEN_MAX_SECONDS = 3600
+ACCESS_TOKEN_LEEWAY_SECONDS = 5
 # Marks a JWT as this server's access token, so no other JWT it might sign is ever taken for one.
 ACCESS_TOKEN_AUDIENCE = "urn:tambo-django:access-token"
 USER_KEY_MAX_LENGTH = 256
@@ -145,13 +146,21 @@ def _jwks_client(url: str) -> jwt.PyJWKClient:
 
 def _jwks_key(url: str, token: str) -> tuple[object, list[str]]:
     try:
-        signing_key = _jwks_client(url).get_signing_key_from_jwt(token)
-    except jwt.PyJWKClientConnectionError:
-        raise TokenRefused("invalid_grant", "The project's JWKS URL could not be reached; try again later.") from None
-    except jwt.PyJWKClientError:
-        raise TokenRefused("invalid_grant", "No key of the project's JWKS matches the token's `kid`.") from None
+        kid = jwt.get_unverified_header(token).get("kid")
     except jwt.PyJWTError:
         raise TokenRefused("invalid_grant", "The subject token is not a well-formed JWT.") from None
+    if not kid:
+        # Without a `kid` there is nothing to look up, and no reason to fetch the key set again.
+        raise TokenRefused("invalid_grant", "The subject token names no `kid`, which a JWKS needs.")
+    try:
+        signing_key = _jwks_client(url).get_signing_key(kid)
+    except jwt.PyJWKClientConnectionError:
+        raise TokenRefused("invalid_grant", "The project's JWKS URL could not be reached; try again later.") from None
+    except (jwt.PyJWKSetError, ValueError):
+        # ValueError: an answer that is not JSON, which PyJWKClient lets through.
+        raise TokenRefused("invalid_grant", "The project's JWKS URL did not answer a valid JWK Set.") from None
+    except jwt.PyJWKClientError:
+        raise TokenRefused("invalid_grant", "No key of the project's JWKS matches the token's `kid`.") from None
     if signing_key.algorithm_name not in JWKS_ALGORITHMS:
         raise TokenRefused("invalid_grant", "The matching JWKS key is not a public signing key.")
     return signing_key.key, [signing_key.algorithm_name]
@@ -234,8 +243,10 @@ def access_token_read(token: str) -> AccessClaims:
         project_id = jwt.decode(token, options={"verify_signature": False}).get("iss")
         if not isinstance(project_id, str) or not 0 < len(project_id) <= 40:
             raise AccessTokenInvalid("The bearer token is not an access token of this server.")
+        # The leeway is for server processes on other hosts whose clocks differ a little: PyJWT
+        # refuses an `iat` in the future, which a token issued a moment ago elsewhere can have.
         claims = jwt.decode(token, _access_key(project_id), algorithms=["HS256"], issuer=project_id,
-                            audience=ACCESS_TOKEN_AUDIENCE,
+                            audience=ACCESS_TOKEN_AUDIENCE, leeway=ACCESS_TOKEN_LEEWAY_SECONDS,
                             options={"require": ["iss", "aud", "sub", "akid", "iat", "exp", "jti"]})
     except jwt.ExpiredSignatureError:
         raise AccessTokenInvalid("The bearer access token has expired; exchange a new one at /oauth/token.") from None

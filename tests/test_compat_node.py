@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import require_part
+from threads.models import ApiKey
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -23,11 +24,12 @@ COMPAT_DIR = Path(__file__).resolve().parent / "compat"
 USER_KEY = "alice"  # the `api` fixture's user, so the REST checks see the same threads
 
 
-def run_scenario(name: str, base_url: str, api_key: str) -> dict:
+def run_scenario(name: str, base_url: str, api_key: str, extra_env: dict[str, str] | None = None) -> dict:
     node = shutil.which("node")
     installed = (COMPAT_DIR / "node_modules" / "@tambo-ai" / "client" / "package.json").is_file()
     require_part(bool(node and installed), "run `npm ci` in tests/compat (bin/test does it)")
-    env = {**os.environ, "TAMBO_URL": base_url, "TAMBO_API_KEY": api_key, "TAMBO_USER_KEY": USER_KEY}
+    env = {**os.environ, "TAMBO_URL": base_url, "TAMBO_API_KEY": api_key, "TAMBO_USER_KEY": USER_KEY,
+           **(extra_env or {})}
     try:
         done = subprocess.run([node, "run.mjs", name], cwd=COMPAT_DIR, env=env, capture_output=True, text=True,
                               timeout=120)
@@ -155,3 +157,36 @@ def test_a_component_registered_with_the_official_client_renders_and_keeps_its_s
     assert components[0]["name"] == "WeatherCard"
     assert components[0]["props"] == {"city": "Oslo", "tempC": -3, "tags": ["cold", "clear"]}
     assert components[0]["state"] == {"expanded": True, "unit": "F", "pinned": 1}
+
+
+# --- userToken mode (spec section 10): the scenarios sign an HS256 user token for USER_KEY -------------
+
+def run_token_scenario(name: str, base_url: str, api_key: str, project) -> dict:
+    from tests.support.user_tokens import HS256_SECRET, configure_hs256
+
+    configure_hs256(project)
+    return run_scenario(name, base_url, api_key, {"TAMBO_USER_TOKEN_SECRET": HS256_SECRET})
+
+
+def test_the_sdk_exchanges_a_user_token_and_its_bearer_names_the_user(live_server_url, api_key, api, project):
+    result = run_token_scenario("token_exchange", live_server_url, api_key, project)
+
+    assert thread_of(api, result["threadId"])["userKey"] == USER_KEY
+    assert ApiKey.objects.get().last_used_at is not None
+
+
+def test_the_official_client_fetches_switches_and_renames_threads_with_a_bearer(live_server_url, api_key, api,
+                                                                                 project):
+    result = run_token_scenario("token_fetch_thread", live_server_url, api_key, project)
+
+    made, other = (thread_of(api, thread_id) for thread_id in result["threadIds"])
+    assert made["name"] == "Renamed with a user token"
+    assert made["userKey"] == other["userKey"] == USER_KEY
+    assert [m["role"] for m in made["messages"]] == ["user", "assistant"]
+
+
+def test_cancel_run_in_the_official_client_cancels_on_the_server_with_a_bearer(live_server_url, api_key, api,
+                                                                                project):
+    result = run_token_scenario("token_cancel_run", live_server_url, api_key, project)
+
+    _assert_cancelled(api, result)

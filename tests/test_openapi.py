@@ -71,11 +71,36 @@ def test_it_describes_every_v1_route_the_server_has(schema):
     assert _routes() <= set(schema["paths"])
 
 
-def test_every_operation_needs_the_api_key(schema):
+def test_every_operation_needs_the_api_key_or_a_bearer_access_token(schema):
     scheme = schema["components"]["securitySchemes"]["ApiKeyAuth"]
     assert scheme == {**scheme, "type": "apiKey", "in": "header", "name": "x-api-key"}
+    bearer = schema["components"]["securitySchemes"]["BearerAuth"]
+    assert bearer == {**bearer, "type": "http", "scheme": "bearer", "bearerFormat": "JWT"}
     for method, path in OPERATIONS:
-        assert schema["paths"][path][method]["security"] == [{"ApiKeyAuth": []}], (method, path)
+        assert schema["paths"][path][method]["security"] == [{"ApiKeyAuth": []}, {"BearerAuth": []}], (method, path)
+
+
+def test_the_user_key_is_optional_since_a_bearer_token_can_name_the_user(schema):
+    for method, path in OPERATIONS:
+        for parameter in schema["paths"][path][method].get("parameters", []):
+            if parameter["name"] == "userKey":
+                assert not parameter.get("required"), (method, path)
+
+
+def test_it_describes_the_token_exchange(schema):
+    operation = schema["paths"]["/oauth/token"]["post"]
+
+    assert operation["security"] == [{"ApiKeyAuth": []}]
+    form = operation["requestBody"]["content"]["application/x-www-form-urlencoded"]["schema"]
+    assert form == {"$ref": "#/components/schemas/OAuthTokenRequest"}
+    request = schema["components"]["schemas"]["OAuthTokenRequest"]
+    assert set(request["required"]) == {"grant_type", "subject_token", "subject_token_type"}
+    assert request["properties"]["grant_type"]["enum"] == ["urn:ietf:params:oauth:grant-type:token-exchange"]
+    response = schema["components"]["schemas"]["OAuthTokenResponse"]
+    assert set(response["required"]) == {"access_token", "token_type", "expires_in", "issued_token_type"}
+    assert set(operation["responses"]) == {"200", "400", "401"}
+    errors = schema["components"]["schemas"]["OAuthError"]["properties"]["error"]["enum"]
+    assert set(errors) == {"invalid_request", "unsupported_grant_type", "invalid_grant", "invalid_client"}
 
 
 def test_every_operation_describes_its_errors_as_problems(schema):

@@ -11,7 +11,8 @@ from tambo_project.validation import choice_param, int_param, parse_body
 from threads import selectors, services
 from threads.presenters import message_to_wire, thread_to_wire, thread_with_messages_to_wire
 
-USER_KEY = OpenApiParameter("userKey", str, required=True, description="The end user the call acts for.")
+USER_KEY = OpenApiParameter("userKey", str, description="The end user the call acts for; required unless a "
+                                                          "bearer access token names it.")
 LIMIT = OpenApiParameter("limit", int, description="Page size, 1..100.")
 CURSOR = OpenApiParameter("cursor", str, description="Opaque cursor from the previous page's nextCursor.")
 

@@ -12,6 +12,7 @@ import time
 import jwt
 import pytest
 import requests
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 
 from tests.support.user_tokens import (
     ACCESS_TOKEN_TYPE, HS256_SECRET, OTHER_HS256_SECRET, TOKEN_EXCHANGE, configure_hs256, configure_public_key,
@@ -242,6 +243,21 @@ def test_it_verifies_rs256_tokens_with_a_pem_public_key(live_server_url, api_key
 
     assert exchange(live_server_url, api_key, sign_rs256(key, user="carol")).status_code == 200
     assert_oauth_error(exchange(live_server_url, api_key, sign_rs256(rsa_key())), 400, "invalid_grant")
+
+
+@pytest.mark.parametrize(("private_key", "algorithm"), [
+    (ec.generate_private_key(ec.SECP256R1()), "ES256"),
+    (ed25519.Ed25519PrivateKey.generate(), "EdDSA"),
+])
+def test_it_verifies_es256_and_eddsa_tokens_with_a_pem_public_key(live_server_url, api_key, project, private_key,
+                                                                  algorithm):
+    configure_public_key(project, public_pem(private_key))
+
+    token = jwt.encode(user_claims(user="erin"), private_key, algorithm=algorithm)
+    rs256 = sign_rs256(rsa_key())
+
+    assert exchange(live_server_url, api_key, token).status_code == 200
+    assert_oauth_error(exchange(live_server_url, api_key, rs256), 400, "invalid_grant")
 
 
 def test_it_refuses_an_hs256_token_signed_with_the_public_key_text(live_server_url, api_key, project):

@@ -14,7 +14,13 @@
 //   `userKey`, and a run is cancelled by aborting its stream (which `cancelRun` does first).
 // - The client has no method for component state; the update goes through the SDK instance the client
 //   itself holds (`client.getSdkClient().threads.state.updateState`) with `userKey`.
+// - `TamboClient` 1.1.x takes a `userToken` option but does not exchange it itself ("token exchange would
+//   happen here in full implementation"); `@tambo-ai/react` does it (`useTamboSessionToken`): it posts the
+//   form-encoded exchange with `beta.auth.getToken` and sets `bearer` on its SDK client. The token_*
+//   scenarios do exactly that on the SDK client the TamboClient holds, then use the client's own methods.
+//   They need TAMBO_USER_TOKEN_SECRET, the project's HS256 user-token secret, to sign the app's user token.
 import assert from "node:assert/strict";
+import { createHmac } from "node:crypto";
 import { TamboClient, createInitialState, streamReducer } from "@tambo-ai/client";
 import TamboAI from "@tambo-ai/typescript-sdk";
 import { z } from "zod";
@@ -22,6 +28,7 @@ import { z } from "zod";
 const BASE_URL = process.env.TAMBO_URL;
 const API_KEY = process.env.TAMBO_API_KEY;
 const USER_KEY = process.env.TAMBO_USER_KEY || "compat-user";
+const USER_TOKEN_SECRET = process.env.TAMBO_USER_TOKEN_SECRET;
 const SCENARIO_TIMEOUT_MS = Number(process.env.COMPAT_SCENARIO_TIMEOUT_MS || 30000);
 
 if (!BASE_URL || !API_KEY) {
@@ -74,6 +81,46 @@ async function assertRefusedWithoutUserKey(promise, what) {
   assert.ok(error, `${what} without a userKey should be refused`);
   assert.equal(error.status, 400, `${what}: expected status 400, got ${error.status} (${error.message})`);
   assert.equal(error.error?.code, "VALIDATION_ERROR", `${what}: expected VALIDATION_ERROR, got ${JSON.stringify(error.error)}`);
+}
+
+/** An HS256 JWT for `sub`, as an app's backend would sign it for its signed-in user. */
+function signUserToken(sub, expiresInSeconds = 600) {
+  assert.ok(USER_TOKEN_SECRET, "set TAMBO_USER_TOKEN_SECRET (the project's HS256 user-token secret)");
+  const b64 = (value) => Buffer.from(JSON.stringify(value)).toString("base64url");
+  const now = Math.floor(Date.now() / 1000);
+  const input = `${b64({ alg: "HS256", typ: "JWT" })}.${b64({ sub, iat: now, exp: now + expiresInSeconds })}`;
+  return `${input}.${createHmac("sha256", USER_TOKEN_SECRET).update(input).digest("base64url")}`;
+}
+
+/** The exchange as @tambo-ai/react's useTamboSessionToken does it: the form body as bytes. */
+async function exchangeUserToken(sdk, userToken) {
+  const form = new URLSearchParams({
+    grant_type: "urn:ietf:params:oauth:grant-type:token-exchange",
+    subject_token: userToken,
+    subject_token_type: "urn:ietf:params:oauth:token-type:access_token",
+  }).toString();
+  return await sdk.beta.auth.getToken(new TextEncoder().encode(form));
+}
+
+/** A TamboClient in userToken mode, its SDK client carrying the access token; records the HTTP calls. */
+async function newTokenClient() {
+  const userToken = signUserToken(USER_KEY);
+  const client = new TamboClient({ apiKey: API_KEY, tamboUrl: BASE_URL, userToken });
+  const sdk = client.getSdkClient();
+  const exchanged = await exchangeUserToken(sdk, userToken);
+  sdk.bearer = exchanged.access_token;
+  const calls = [];
+  const realFetch = sdk.fetch;
+  sdk.fetch = async (url, init) => {
+    const response = await realFetch.call(undefined, url, init);
+    calls.push({ method: init?.method, url: String(url), status: response.status });
+    return response;
+  };
+  return { client, calls };
+}
+
+function assertNoUserKeySent(calls) {
+  for (const call of calls) assert.ok(!call.url.includes("userKey"), `${call.method} ${call.url} sent a userKey`);
 }
 
 const weatherTool = (calls) => ({
@@ -384,6 +431,91 @@ const scenarios = {
     return { threadId: thread.id, componentId: card.id, props: card.props, state: stored.state };
   },
 };
+
+Object.assign(scenarios, {
+  /** beta.auth.getToken exchanges a user token; the access token lists the user's threads without userKey. */
+  async token_exchange() {
+    const exchanged = await exchangeUserToken(newSdk(), signUserToken(USER_KEY));
+    assert.equal(exchanged.token_type, "Bearer");
+    assert.equal(exchanged.issued_token_type, "urn:ietf:params:oauth:token-type:access_token");
+    assert.ok(exchanged.expires_in > 0 && exchanged.expires_in <= 3600, `expires_in ${exchanged.expires_in}`);
+    const sdk = new TamboAI({ apiKey: API_KEY, bearer: exchanged.access_token, baseURL: BASE_URL, maxRetries: 0 });
+    const made = await sdk.threads.create({});
+    assert.equal(made.userKey, USER_KEY);
+    const listed = await sdk.threads.list();
+    assert.deepEqual(listed.threads.map((t) => t.id), [made.id]);
+
+    // A wrongly signed user token is refused in OAuth's shape.
+    let refused;
+    try {
+      await exchangeUserToken(newSdk(), signUserToken(USER_KEY).slice(0, -4) + "AAAA");
+    } catch (error) {
+      refused = error;
+    }
+    assert.equal(refused?.status, 400);
+    assert.equal(refused.error?.error, "invalid_grant", JSON.stringify(refused.error));
+    return { threadId: made.id, expiresIn: exchanged.expires_in };
+  },
+
+  /** fetchThread, switchThread and updateThreadName of TamboClient work with the bearer (no userKey sent). */
+  async token_fetch_thread() {
+    const { client, calls } = await newTokenClient();
+    const made = await client.run("a thread made with a user token").thread;
+    const other = await client.run("a second thread").thread;
+
+    const fresh = await newTokenClient();
+    const fetched = await fresh.client.fetchThread(made.id);
+    assert.deepEqual(fetched.messages.map((m) => m.role), ["user", "assistant"]);
+    assert.equal(textOf(fetched.messages[0]), "a thread made with a user token");
+    assert.equal(fetched.messages[1].id, made.messages[1].id);
+    await fresh.client.switchThread(other.id);
+    assert.equal(fresh.client.getState().currentThreadId, other.id);
+    assert.equal(fresh.client.getThread(other.id).messages.length, 2);
+    await fresh.client.updateThreadName(made.id, "Renamed with a user token");
+    assert.equal(fresh.client.getThread(made.id).name, "Renamed with a user token");
+    const listed = (await fresh.client.listThreads()).map((t) => t.id);
+    assert.deepEqual(listed, [other.id, made.id]);
+
+    const all = [...calls, ...fresh.calls];
+    assertNoUserKeySent(all);
+    assert.ok(all.every((c) => c.status < 400), JSON.stringify(all));
+    return { threadIds: [made.id, other.id], currentThreadId: other.id };
+  },
+
+  /** TamboClient.cancelRun cancels the run on the server with a DELETE that carries only the bearer. */
+  async token_cancel_run() {
+    const { client, calls } = await newTokenClient();
+    // A run on a new thread is not in the client's activeRuns, so cancelRun does not abort the stream
+    // first: the stream stays open and must end because the server cancelled the run.
+    const stream = client.run("!slow and cancel me with a token");
+    let threadId;
+    let runId;
+    let cancelled = false;
+    const events = [];
+    try {
+      await drain(stream, async (event) => {
+        events.push(event);
+        if (event.type === "RUN_STARTED") ({ threadId, runId } = event);
+        if (event.type === "TEXT_MESSAGE_CONTENT" && !cancelled) {
+          cancelled = true;
+          await client.cancelRun(threadId);
+        }
+      });
+    } catch {
+      // The stream ends in RUN_ERROR; how the client surfaces it is not what this checks.
+    }
+    await stream.thread.catch(() => undefined);
+    const deletes = calls.filter((c) => c.method === "DELETE");
+    assert.equal(deletes.length, 1, JSON.stringify(calls));
+    assert.ok(deletes[0].url.endsWith(`/v1/threads/${threadId}/runs/${runId}`), deletes[0].url);
+    assert.equal(deletes[0].status, 200, "the server refused the cancel");
+    assertNoUserKeySent(calls);
+    const last = events.at(-1);
+    assert.equal(last.type, "RUN_ERROR", JSON.stringify(last));
+    assert.equal(last.code, "CANCELLED", JSON.stringify(last));
+    return { threadId, runId, ...(await checkCancelledOnServer(threadId, client.getThread(threadId).messages.at(-1))) };
+  },
+});
 
 /** Via the SDK: the thread is idle, lastRunCancelled, and ends with the partial answer the client was shown. */
 async function checkCancelledOnServer(threadId, seen) {

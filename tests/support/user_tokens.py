@@ -81,13 +81,16 @@ class JwksServer:
 
     def __init__(self):
         self.keys: dict[str, rsa.RSAPrivateKey] = {}
+        self.extra_jwks: list[dict] = []  # served as they are (e.g. a symmetric key no JWKS should hold)
         self.fetches = 0
+        self.raw_body: bytes | None = None  # served instead of the key set, when set
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):
                 server.fetches += 1
-                body = json.dumps({"keys": [server.jwk(kid) for kid in server.keys]}).encode()
+                body = server.raw_body or json.dumps(
+                    {"keys": [server.jwk(kid) for kid in server.keys] + server.extra_jwks}).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
