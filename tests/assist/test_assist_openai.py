@@ -166,6 +166,8 @@ def test_model_errors_are_the_run_codes_as_problems(api, fake, chat, reply, stat
     for response in (name, ideas):
         body = assert_problem(response, status, code)
         assert body["isRetryable"] is retryable
+        # The SDKs retry 5xx answers unless told not to.
+        assert response.headers.get("x-should-retry") == (None if retryable else "false")
         assert VENDOR_KEY not in response.text and "Fake upstream" not in response.text
     if status == 429:
         assert name.headers["Retry-After"] == "7"
