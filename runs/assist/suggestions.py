@@ -132,13 +132,20 @@ def _suggestion_inputs(**scope) -> tuple[Message, list[Message]]:
 
 
 def suggestions_replace(*, message: Message, drafts: Sequence[DraftSuggestion]) -> list[Suggestion]:
-    """Replaces the message's suggestions with `drafts`, in order, in one transaction."""
+    """Replaces the message's suggestions with `drafts`, in order, in one transaction.
+
+    Holds the message's row lock for it, so two generations for one message end with one set, not
+    both (each delete would otherwise miss the other's new rows). 404 MESSAGE_NOT_FOUND if the
+    message was deleted meanwhile.
+    """
     rows = [Suggestion(message=message, position=position, title=draft.title,
                        # The SDK calls `description` an alias of the detailed suggestion: never leave it empty.
                        description=draft.description or draft.detailed_suggestion,
                        detailed_suggestion=draft.detailed_suggestion)
             for position, draft in enumerate(drafts)]
     with transaction.atomic():
+        if not Message.objects.select_for_update().filter(pk=message.pk).exists():
+            raise Problem(404, "MESSAGE_NOT_FOUND", f"Assistant message {message.pk} was not found in this thread.")
         Suggestion.objects.filter(message=message).delete()
         Suggestion.objects.bulk_create(rows)
     return rows
