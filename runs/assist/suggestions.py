@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 from typing import Annotated, Sequence
 
 from asgiref.sync import sync_to_async
 from django.db import transaction
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StringConstraints
 
 from clientsdk import types as wire
 from runs.assist.model import message_text, model_complete, transcript
@@ -26,6 +27,8 @@ log = logging.getLogger(__name__)
 PROMPT_MESSAGES = 12
 PROMPT_CHARS = 6000
 ATTEMPTS = 2  # the first reply, and one more when it does not validate
+RETRY_PROMPT = ("That is not the JSON object asked for. Answer again with only the JSON object "
+                '{"suggestions": [{"title", "description", "detailedSuggestion"}, …]}.')
 
 Line = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500)]
 
@@ -98,9 +101,13 @@ async def _drafts(request: ModelRequest) -> list[DraftSuggestion]:
             parsed = json.loads(_unfenced(reply))
             # A bare array (what some servers answer without JSON mode) is read as the suggestions.
             return DraftReply.model_validate({"suggestions": parsed} if isinstance(parsed, list) else parsed).suggestions
-        except (ValueError, ValidationError) as exc:  # json's errors are ValueErrors
+        except ValueError as exc:  # json's errors and pydantic's ValidationError are ValueErrors
             # The reply is not logged: it may quote the conversation.
             log.warning("Suggestions reply %d of %d did not validate: %s", attempt, ATTEMPTS, type(exc).__name__)
+        # The model sees what it answered and is told why that will not do: a plain repeat of the
+        # same request tends to get the same answer.
+        request = replace(request, messages=[*request.messages, {"role": "assistant", "content": reply[:4000]},
+                                             {"role": "user", "content": RETRY_PROMPT}])
     raise Problem(502, "LLM_SERVER_ERROR", "The model's suggestions could not be read.",
                   category="server_error", isRetryable=True)
 
