@@ -24,6 +24,15 @@ from threads.presenters import named_thread_to_wire, suggestion_to_wire
 LEGACY_LIST_LIMIT = 100
 
 
+def _problem(problem: Problem, request: HttpRequest) -> HttpResponse:
+    response = response_for(problem, request.path)
+    if problem.extra.get("isRetryable") is False:
+        # The SDKs (Stainless ones and clientsdk) retry 5xx unless told not to; retrying a model that
+        # refused the request (LLM_CLIENT_ERROR) would only fail again.
+        response["x-should-retry"] = "false"
+    return response
+
+
 def _query_user_key(request: HttpRequest) -> str | None:
     # `contextKey` is what @tambo-ai/typescript-sdk's beta thread methods call the end user.
     return request.GET.get("userKey") or request.GET.get("contextKey")
@@ -46,7 +55,7 @@ async def generate_name(request: HttpRequest, thread_id: str) -> HttpResponse:
         user_key = principal.user_key(_query_user_key(request))
         thread = await thread_name_generate(project=principal.project, user_key=user_key, thread_id=thread_id)
     except Problem as problem:
-        return response_for(problem, request.path)
+        return _problem(problem, request)
     return JsonResponse(named_thread_to_wire(thread).wire())
 
 
@@ -68,7 +77,7 @@ async def suggestions(request: HttpRequest, thread_id: str, message_id: str) -> 
             page = wire.SuggestionPage(suggestions=[suggestion_to_wire(s) for s in rows], has_more=has_more,
                                        next_cursor=next_cursor)
     except Problem as problem:
-        return response_for(problem, request.path)
+        return _problem(problem, request)
     return JsonResponse(page.wire())
 
 
@@ -86,7 +95,7 @@ async def legacy_suggestions(request: HttpRequest, thread_id: str, message_id: s
                 **scope, user_key=principal.user_key(_query_user_key(request)), limit=LEGACY_LIST_LIMIT,
                 cursor=None)
     except Problem as problem:
-        return response_for(problem, request.path)
+        return _problem(problem, request)
     return JsonResponse([suggestion_to_wire(s).wire() for s in rows], safe=False)
 
 
