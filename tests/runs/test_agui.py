@@ -14,7 +14,8 @@ from tests.support.run_requests import enable_tools
 from tests.support.sse import iter_events, read_events, types
 from threads.models import Message, Thread
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# The run path on both databases: the lock, the first-use race and the storage (bin/test runs these on SQLite too).
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_dbs]
 
 WEATHER = {"name": "get_weather", "description": "Weather for a city.",
            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}
@@ -294,3 +295,20 @@ def test_a_history_over_the_message_limit_is_refused_as_too_large(api: Api):
 
     assert problem["field"] == "messages" and problem["maxMessages"] == limit
     assert thread_count() == 0
+
+
+def test_two_first_requests_for_one_new_thread_id_make_one_thread_and_one_run(api: Api, runs: Runs):
+    from concurrent.futures import ThreadPoolExecutor
+
+    def start(text: str):
+        return post(api, run_input("conv-race", [user(text)]), stream=True)
+
+    with ThreadPoolExecutor(2) as pool:
+        responses = list(pool.map(start, ["!slow", "!slow"]))
+
+    assert sorted(r.status_code for r in responses) == [200, 409]
+    streaming = next(r for r in responses if r.status_code == 200)
+    assert_problem(next(r for r in responses if r.status_code == 409), 409, "CONCURRENT_RUN")
+    assert Thread.objects.filter(external_id="conv-race").count() == 1
+    streaming.close()
+    runs.wait_idle(streaming.headers["X-Thread-Id"])
