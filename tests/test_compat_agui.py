@@ -119,3 +119,13 @@ def test_the_readme_http_agent_example_runs_as_written(live_server_url, api_key,
     assert done.stdout.strip().startswith("(offline model) You said: Hello!"), done.stdout
     thread = Thread.objects.get()
     assert thread.external_id and thread.user_key == "alice"
+
+
+def test_abort_run_cancels_the_run_and_the_partial_answer_is_stored_once(live_server_url, api_key, api):
+    result = run_scenario("abort_then_continue", live_server_url, api_key)
+
+    thread = thread_for(api, result["threadId"])
+    assert [m["role"] for m in thread["messages"]] == ["user", "assistant", "user", "assistant"]
+    partial = thread["messages"][1]
+    assert partial["id"] == result["partialId"] and partial["isCancelled"] is True
+    assert "lastRunCancelled" not in thread  # the turn after the cancel completed

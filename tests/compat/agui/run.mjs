@@ -66,6 +66,19 @@ function collapsed(names) {
   return names.filter((name, i) => i === 0 || names[i - 1] !== name);
 }
 
+/** Retries `start` while the server answers 409 CONCURRENT_RUN (bounded: 10 s). */
+async function retryWhileBusy(start) {
+  const deadline = Date.now() + 10000;
+  for (;;) {
+    try {
+      return await start();
+    } catch (error) {
+      if (error?.status !== 409 || Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}
+
 function textOf(message) {
   return typeof message.content === "string" ? message.content : "";
 }
@@ -148,6 +161,32 @@ const scenarios = {
     assert.equal(events[0].runId, input.runId);
     assert.deepEqual(events[1].snapshot, { step: 1, items: ["a"] });
     return { threadId: agent.threadId, types };
+  },
+
+  /** abortRun() mid-answer cancels the run on the server; the next turn resends the partial answer. */
+  async abort_then_continue() {
+    const agent = newAgent();
+    agent.addMessage(userMessage("!slow"));
+    let partialId;
+    await agent.runAgent({ forwardedProps }, {
+      onTextMessageContentEvent: ({ event }) => {
+        if (!partialId) {
+          partialId = event.messageId;
+          agent.abortRun();
+        }
+      },
+    });
+    assert.ok(partialId, "no text arrived before the abort");
+    const partial = agent.messages.find((m) => m.id === partialId);
+    assert.ok(partial && textOf(partial).length > 0, JSON.stringify(agent.messages));
+
+    agent.addMessage(userMessage("never mind"));
+    // The server stores the partial answer and frees the thread once it sees the client go; until then
+    // a new run is refused with 409, as for any busy thread.
+    const { newMessages } = await retryWhileBusy(() => agent.runAgent({ forwardedProps }));
+    const answer = textOf(newMessages.at(-1));
+    assert.ok(answer.includes("You said: never mind"), answer);
+    return { threadId: agent.threadId, partialId, messageIds: agent.messages.map((m) => m.id) };
   },
 
   /** A request the server refuses (no end user) fails the run with the HTTP status, nothing streamed. */
