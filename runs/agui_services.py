@@ -5,7 +5,6 @@ the advance loop runs it unchanged; only how the thread is found and how the tur
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ag_ui.core import RunAgentInput
@@ -31,23 +30,14 @@ from threads.models import Message, Project, Thread
 SERVER_THREAD_PREFIX = "thr_"
 
 
-@dataclass
-class AguiRun:
-    """A started run and what its AG-UI stream must say: the client's ids and the shared state."""
-
-    started: StartedRun
-    thread_id: str
-    run_id: str
-    state: Any
-
-
-def agui_run_start(*, principal: Principal, run_input: RunAgentInput) -> AguiRun:
+def agui_run_start(*, principal: Principal, run_input: RunAgentInput) -> StartedRun:
     """Checks an AG-UI request, finds or creates its thread, takes the lock and stores the turn.
 
     Checks in /v1's order: the body, the user, the thread (404 for another user's), the tool
     results (400 INVALID_TOOL_RESULT unless they answer exactly the pending calls), then the lock
     (409 CONCURRENT_RUN). The new thread, the Run row, the new messages (with the client's ids)
     and the state are written in the lock's transaction, so a rejected request writes nothing.
+    The returned run's `thread.agui_state` is the state its stream sends back.
     """
     agui.check_input(run_input, max_messages=settings.AGUI_MAX_MESSAGES)
     user_key = _user_key(principal, run_input)
@@ -72,8 +62,7 @@ def agui_run_start(*, principal: Principal, run_input: RunAgentInput) -> AguiRun
     thread.project = principal.project  # the loop reads it from async code: no lazy loads there
     started = StartedRun(thread=thread, run=run, body=body, history=selectors.messages_all(thread=thread))
     _count_turn_tool_calls(started)
-    return AguiRun(started=started, thread_id=run_input.thread_id, run_id=run_input.run_id,
-                   state=thread.agui_state)
+    return started
 
 
 def _user_key(principal: Principal, run_input: RunAgentInput) -> str:

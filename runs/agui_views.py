@@ -26,11 +26,11 @@ async def agui_run(request: HttpRequest) -> HttpResponse:
     try:
         principal = await aresolve_principal(request)
         run_input = parse_body(RunAgentInput, _json_body(request))
-        run = await run_start_shielded(agui_run_start, principal=principal, run_input=run_input)
+        started = await run_start_shielded(agui_run_start, principal=principal, run_input=run_input)
     except Problem as problem:
         return response_for(problem, request.path)
-    response = stream_run(run.started, partial(agui_events, thread_id=run.thread_id, run_id=run.run_id,
-                                               state=run.state))
+    response = stream_run(started, partial(agui_events, thread_id=run_input.thread_id, run_id=run_input.run_id,
+                                           state=started.thread.agui_state))
     # The server's own ids, as on /v1 (an AG-UI client ignores them; the REST API knows these).
-    response["X-Thread-Id"] = run.started.thread.id
+    response["X-Thread-Id"] = started.thread.id
     return response

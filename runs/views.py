@@ -81,11 +81,10 @@ def stream_run(started: services.StartedRun, adapt=None) -> StreamingHttpRespons
 _orphans: set[asyncio.Task] = set()  # strong references, so the loop does not drop them mid-run
 
 
-async def run_start_shielded(start_run, **kwargs):
-    """`start_run(**kwargs)` (services.run_start, or the AG-UI one), which takes the lock and returns an
-    object with `.started`, or is the StartedRun itself. If the client leaves meanwhile (this coroutine
-    is cancelled), the run it started is cancelled through the normal path once the lock is taken, so
-    the thread is idle again at once instead of when the lease expires."""
+async def run_start_shielded(start_run, **kwargs) -> services.StartedRun:
+    """`start_run(**kwargs)` (services.run_start, or the AG-UI one), which takes the lock. If the client
+    leaves meanwhile (this coroutine is cancelled), the run it started is cancelled through the normal
+    path once the lock is taken, so the thread is idle again at once instead of when the lease expires."""
     start = asyncio.ensure_future(sync_to_async(start_run)(**kwargs))
     try:
         return await asyncio.shield(start)
@@ -97,7 +96,7 @@ async def run_start_shielded(start_run, **kwargs):
 def _cancel_orphan(start: asyncio.Future) -> None:
     if start.cancelled() or start.exception() is not None:
         return  # a rejected request took no lock
-    started = getattr(start.result(), "started", start.result())
+    started = start.result()
     control = RunControl(started.run.id)
     control.cancel("disconnected")
     task = asyncio.ensure_future(_produce(advance(started, control, get_provider()), asyncio.Queue(), control))
