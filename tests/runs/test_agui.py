@@ -312,3 +312,12 @@ def test_two_first_requests_for_one_new_thread_id_make_one_thread_and_one_run(ap
     assert Thread.objects.filter(external_id="conv-race").count() == 1
     streaming.close()
     runs.wait_idle(streaming.headers["X-Thread-Id"])
+
+
+def test_a_body_over_the_size_limit_is_refused_as_too_large(api: Api):
+    from django.conf import settings as django_settings
+
+    huge = user("x" * (django_settings.MAX_REQUEST_BYTES + 1))
+
+    assert_problem(post(api, run_input("conv-huge", [huge])), 413, "PAYLOAD_TOO_LARGE")
+    assert thread_count() == 0
