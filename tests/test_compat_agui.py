@@ -129,3 +129,18 @@ def test_abort_run_cancels_the_run_and_the_partial_answer_is_stored_once(live_se
     partial = thread["messages"][1]
     assert partial["id"] == result["partialId"] and partial["isCancelled"] is True
     assert "lastRunCancelled" not in thread  # the turn after the cancel completed
+
+
+def test_a_server_tools_result_reaches_the_client_and_is_not_stored_twice(live_server_url, api_key, api, project):
+    from tools.models import ProjectTool
+
+    ProjectTool.objects.create(project=project, name="calculate")
+
+    result = run_scenario("server_tool", live_server_url, api_key)
+
+    assert result["clientRoles"] == ["user", "assistant", "tool", "assistant", "user", "assistant"]
+    thread = thread_for(api, result["threadId"])
+    blocks = [b for m in thread["messages"] for b in m["content"]]
+    assert [b["type"] for b in blocks] == ["text", "tool_use", "tool_result", "text", "text", "text"]
+    assert blocks[2] == {"type": "tool_result", "toolUseId": result["toolCallId"],
+                         "content": [{"type": "text", "text": "42"}]}

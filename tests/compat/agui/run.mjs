@@ -142,6 +142,25 @@ const scenarios = {
     return { threadId: agent.threadId, toolCallId: call.id, finalText };
   },
 
+  /** A server tool runs inside the run: its result arrives as a tool message; the history resent later is skipped. */
+  async server_tool() {
+    const agent = newAgent();
+    agent.addMessage(userMessage('calculate {"expression": "6*7"}'));
+    const seen = recorder();
+    const { newMessages } = await agent.runAgent({ forwardedProps }, seen.subscriber);
+
+    assert.ok(seen.calls.includes("onToolCallResultEvent"), seen.calls.join());
+    assert.deepEqual(newMessages.map((m) => m.role), ["assistant", "tool", "assistant"]);
+    const [step, result, answer] = newMessages;
+    assert.equal(result.toolCallId, step.toolCalls[0].id);
+    assert.equal(result.content, "42");
+    assert.equal(textOf(answer), "Tool calculate returned: 42");
+
+    agent.addMessage(userMessage("thanks"));
+    await agent.runAgent({ forwardedProps });
+    return { threadId: agent.threadId, toolCallId: result.toolCallId, clientRoles: agent.messages.map((m) => m.role) };
+  },
+
   /** The raw stream of HttpAgent.run, through the client's standalone verifier; state comes back. */
   async verify_events() {
     const agent = newAgent({ initialState: { step: 1, items: ["a"] } });
