@@ -10,6 +10,7 @@ from typing import Any
 from ag_ui.core import RunAgentInput
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from pydantic import ValidationError
 
 from clientsdk import types as wire
 from runs import agui
@@ -76,7 +77,7 @@ def _user_key(principal: Principal, run_input: RunAgentInput) -> str:
 
 
 def _thread_for(project: Project, user_key: str, client_thread_id: str) -> Thread:
-    """The user's thread for the client's `threadId`, created on first use (unsaved until the caller commits).
+    """The user's thread for the client's `threadId`, created on first use in the caller's transaction.
 
     A `thr_…` id names a server thread (one made through /v1, say): it must be this user's, else
     404 as for any thread that is not theirs. Any other id is the client's own, scoped to the user.
@@ -120,9 +121,12 @@ def _run_body(run_input: RunAgentInput, turn: agui.Turn, tools: list[wire.Client
     """The turn as a /v1 run body: what the advance loop reads (the client tools; no components)."""
     blocks = [b for m in turn.messages if m.role == "user" for b in m.content]
     blocks += [m.content[0] for m in turn.results.values()]
-    return wire.CreateRunBody.model_validate({
-        "message": {"role": "user", "content": blocks}, "tools": [t.wire() for t in tools],
-    })
+    try:
+        return wire.CreateRunBody.model_validate({
+            "message": {"role": "user", "content": blocks}, "tools": [t.wire() for t in tools],
+        })
+    except ValidationError as exc:  # what /v1 would refuse in its own body, e.g. an over-long id
+        raise validation_error(f"messages: {exc.errors(include_url=False)[0]['msg']}", field="messages") from None
 
 
 def _store_turn(thread: Thread, run: Run, turn: agui.Turn, context: Any) -> None:
