@@ -53,32 +53,39 @@ async def _start(request: HttpRequest, thread_id: str | None) -> HttpResponse:
         principal = await aresolve_principal(request)
         model = wire.CreateThreadWithRunBody if thread_id is None else wire.CreateRunBody
         body = parse_body(model, _json_body(request))
-        started = await _run_start(principal=principal, body=body, thread_id=thread_id)
+        started = await run_start_shielded(services.run_start, principal=principal, body=body, thread_id=thread_id)
     except Problem as problem:
         return response_for(problem, request.path)
+    response = stream_run(started)
+    if thread_id is None:
+        response["X-Thread-Id"] = started.thread.id
+    return response
+
+
+def stream_run(started: services.StartedRun, adapt=None) -> StreamingHttpResponse:
+    """The SSE answer streaming the advance loop of a started run; `adapt`, if given, maps its events
+    (the AG-UI endpoint's, runs/agui_views.py)."""
     control = RunControl(started.run.id)
     watcher.register(control)
     queue: asyncio.Queue = asyncio.Queue()
     reading = asyncio.Event()
-    producer = asyncio.create_task(
-        _produce(advance(started, control, get_provider()), queue, control, reading))
+    events = advance(started, control, get_provider())
+    producer = asyncio.create_task(_produce(adapt(events) if adapt else events, queue, control, reading))
     response = StreamingHttpResponse(_write(queue, producer, control, reading), content_type="text/event-stream")
     for header, value in SSE_HEADERS.items():
         response[header] = value
     response["X-Run-Id"] = started.run.id
-    if thread_id is None:
-        response["X-Thread-Id"] = started.thread.id
     return response
 
 
 _orphans: set[asyncio.Task] = set()  # strong references, so the loop does not drop them mid-run
 
 
-async def _run_start(**kwargs) -> services.StartedRun:
-    """services.run_start, which takes the lock. If the client leaves meanwhile (this coroutine is
-    cancelled), the run it started is cancelled through the normal path once the lock is taken, so
-    the thread is idle again at once instead of when the lease expires."""
-    start = asyncio.ensure_future(sync_to_async(services.run_start)(**kwargs))
+async def run_start_shielded(start_run, **kwargs) -> services.StartedRun:
+    """`start_run(**kwargs)` (services.run_start, or the AG-UI one), which takes the lock. If the client
+    leaves meanwhile (this coroutine is cancelled), the run it started is cancelled through the normal
+    path once the lock is taken, so the thread is idle again at once instead of when the lease expires."""
+    start = asyncio.ensure_future(sync_to_async(start_run)(**kwargs))
     try:
         return await asyncio.shield(start)
     except asyncio.CancelledError:

@@ -186,6 +186,60 @@ def _run_paths(components: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+AG_UI_PREFIX = "AgUi"
+
+AG_UI_ENDPOINT = """\
+An [AG-UI](https://docs.ag-ui.com) agent endpoint (spec section 13): the body is AG-UI's
+`RunAgentInput`, the end user `forwardedProps.userKey` (or a bearer token's user). `threadId` is the
+client's own conversation id (created on first use, per user) or a server thread id `thr_…`. Messages
+already stored are skipped; new user messages are the turn; `tool` messages answer the pending calls;
+`tools` are client tools; `context` and `state` reach the model. At most `AGUI_MAX_MESSAGES` messages
+(413 beyond). Components are a /v1 feature and are not offered here.
+"""
+
+AG_UI_EVENTS_PLAIN = """\
+A stream of plain AG-UI events, one per SSE message (`data: <json>` and a blank line), that passes
+`@ag-ui/client`'s verification: `RUN_STARTED {threadId, runId}` with the client's ids, then
+`STATE_SNAPSHOT {snapshot}` (the thread's stored state), `TEXT_MESSAGE_START` / `TEXT_MESSAGE_CONTENT` /
+`TEXT_MESSAGE_END`, `TOOL_CALL_START` / `TOOL_CALL_ARGS` / `TOOL_CALL_END`, `TOOL_CALL_RESULT` for server
+tools, and last exactly one `RUN_FINISHED {threadId, runId, outcome?}` (a client tool call ends the run
+with `outcome: {type: "success", pendingToolCallIds}`) or `RUN_ERROR {message, code}`. No `CUSTOM`
+events. The server's own ids are in the `X-Thread-Id` and `X-Run-Id` headers.
+"""
+
+
+def _add_ag_ui_model(components: dict[str, Any], model: type[BaseModel]) -> dict[str, str]:
+    """Adds an `ag_ui.core` model under prefixed names: AG-UI's `Message`, `Tool`… are not the wire's."""
+    template = f"#/components/schemas/{AG_UI_PREFIX}{{model}}"
+    schema = model_json_schema(model, ref_template=template, mode="validation")
+    for name, sub_schema in schema.pop("$defs", {}).items():
+        components[AG_UI_PREFIX + name] = sub_schema
+    components[AG_UI_PREFIX + model.__name__] = schema
+    return {"$ref": f"#/components/schemas/{AG_UI_PREFIX}{model.__name__}"}
+
+
+def _agui_path(components: dict[str, Any]) -> dict[str, Any]:
+    from ag_ui.core import RunAgentInput
+
+    operation = _run_operation(
+        "aguiRun", "Run an AG-UI agent turn on the client's thread", _add_ag_ui_model(components, RunAgentInput),
+        {"X-Thread-Id": {"description": "The server's thread id (`thr_…`).", "schema": {"type": "string"}},
+         "X-Run-Id": {"description": "The server's run id (`run_…`).", "schema": {"type": "string"}}},
+        [],
+    )
+    operation["tags"] = ["ag-ui"]
+    operation["description"] = AG_UI_ENDPOINT
+    operation["responses"]["200"]["description"] = AG_UI_EVENTS_PLAIN
+    operation["responses"]["404"] = {
+        "description": "A `thr_…` threadId that is not this user's (`THREAD_NOT_FOUND`).",
+        "content": {PROBLEM_CONTENT_TYPE: {"schema": PROBLEM_REF}}}
+    operation["responses"]["413"] = {
+        "description": "The body is over `MAX_REQUEST_BYTES`, or the history over `AGUI_MAX_MESSAGES` "
+                       "(`PAYLOAD_TOO_LARGE`).",
+        "content": {PROBLEM_CONTENT_TYPE: {"schema": PROBLEM_REF}}}
+    return {"/v1/agui": {"post": operation}}
+
+
 def _problem_statuses(path: str, method: str) -> list[str]:
     statuses = ["400", "401"]
     if "{threadId}" in path:
@@ -213,6 +267,7 @@ def postprocess_v1_schema(result: dict[str, Any], generator, request, public) ->
                 responses.setdefault(status, _problem(status))
             operation["security"] = SECURITY
     paths.update(_run_paths(schemas))
+    paths.update(_agui_path(schemas))
     add_token_exchange(result, SECURITY_SCHEME)
     result["paths"] = dict(sorted(paths.items()))
     return result

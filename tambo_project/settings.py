@@ -135,6 +135,8 @@ RUN_LEASE_SECONDS = env.float("RUN_LEASE_SECONDS", default=30.0)
 RUN_WATCH_INTERVAL = env.float("RUN_WATCH_INTERVAL", default=0.5)
 MAX_TOOL_CALLS_PER_TURN = env.int("MAX_TOOL_CALLS_PER_TURN", default=100)
 MAX_IDENTICAL_TOOL_CALLS = env.int("MAX_IDENTICAL_TOOL_CALLS", default=3)
+# POST /v1/agui: the most messages one RunAgentInput may carry (the whole history is sent each time).
+AGUI_MAX_MESSAGES = env.int("AGUI_MAX_MESSAGES", default=500)
 SERVER_TOOL_TIMEOUT = env.float("SERVER_TOOL_TIMEOUT", default=30.0)
 MCP_TIMEOUT = env.float("MCP_TIMEOUT", default=30.0)
 MCP_TOOLS_CACHE_SECONDS = env.float("MCP_TOOLS_CACHE_SECONDS", default=30.0)

@@ -13,7 +13,7 @@ M = TypeVar("M", bound=BaseModel)
 def _field_path(loc: tuple, data: object = None) -> str:
     """The dotted path of an error's location in the request body.
 
-    Pydantic puts a discriminated union's tag (the block's `type` value) into the location, as in
+    Pydantic puts a discriminated union's tag (a block's `type`, a message's `role`) into the location, as in
     `message.content.0.text.text`; it is not a field, so it is dropped by looking at the data.
     """
     parts = []
@@ -24,9 +24,11 @@ def _field_path(loc: tuple, data: object = None) -> str:
             node = node[part] if isinstance(node, list) and -len(node) <= part < len(node) else None
             tag_dropped = False
             continue
-        if part.startswith(("function-", "literal[")) or part in {"str", "int", "float", "bool", "dict"}:
+        if (part.startswith(("function-", "literal[", "list[", "tagged-union["))
+                or part in {"str", "int", "float", "bool", "dict"}):
             continue  # pydantic's names for union branches, not fields
-        if (isinstance(node, dict) and not tag_dropped and node.get("type") == part
+        # AG-UI messages are discriminated by `role` rather than `type`.
+        if (isinstance(node, dict) and not tag_dropped and part in (node.get("type"), node.get("role"))
                 and position < len(loc) - 1):
             tag_dropped = True
             continue

@@ -15,6 +15,7 @@ OPERATIONS = {
     ("post", "/v1/threads/runs"), ("post", "/v1/threads/{threadId}/runs"),
     ("delete", "/v1/threads/{threadId}/runs/{runId}"),
     ("post", "/v1/threads/{threadId}/components/{componentId}/state"),
+    ("post", "/v1/agui"),
 }
 NOT_API = {"/v1/openapi.json", "/v1/docs"}
 

@@ -21,7 +21,7 @@ class MessageInline(admin.TabularInline):
     extra = 0
     can_delete = False
     ordering = ("created_at", "id")
-    fields = ("id", "role", "readable_content", "tool_call_id", "is_cancelled", "created_at")
+    fields = ("id", "role", "readable_content", "tool_call_id", "external_id", "is_cancelled", "created_at")
     readonly_fields = fields
     show_change_link = True
 
@@ -48,11 +48,13 @@ class RunInline(admin.TabularInline):
 
 @admin.register(Thread)
 class ThreadAdmin(admin.ModelAdmin):
-    list_display = ("id", "name", "project", "user_key", "run_status", "created_at", "updated_at")
+    # `external_id`: the AG-UI client's own thread id (POST /v1/agui), empty for /v1 threads.
+    list_display = ("id", "name", "project", "user_key", "external_id", "run_status", "created_at", "updated_at")
     list_filter = ("run_status", "project")
-    search_fields = ("id", "user_key", "name")
-    readonly_fields = ("id", "run_status", "current_run_id", "lease_expires_at", "pending_tool_call_ids",
-                       "last_completed_run_id", "last_run_cancelled", "last_run_error", "created_at", "updated_at")
+    search_fields = ("id", "user_key", "name", "external_id")
+    readonly_fields = ("id", "external_id", "agui_state", "run_status", "current_run_id", "lease_expires_at",
+                       "pending_tool_call_ids", "last_completed_run_id", "last_run_cancelled", "last_run_error",
+                       "created_at", "updated_at")
     inlines = [MessageInline, RunInline]
 
 
@@ -60,10 +62,10 @@ class ThreadAdmin(admin.ModelAdmin):
 class MessageAdmin(admin.ModelAdmin):
     list_display = ("id", "thread", "role", "is_cancelled", "created_at")
     list_filter = ("role", "is_cancelled")
-    search_fields = ("id", "thread__id", "tool_call_id")
+    search_fields = ("id", "thread__id", "tool_call_id", "external_id")
     readonly_fields = ("id", "thread", "run_id", "role", "readable_content", "readable_component_state",
-                       "tool_call_id", "parent_message", "is_cancelled", "metadata", "additional_context",
-                       "created_at")
+                       "tool_call_id", "external_id", "parent_message", "is_cancelled", "metadata",
+                       "additional_context", "created_at")
     exclude = ("content", "component_state")
 
     @admin.display(description="content")

@@ -114,10 +114,19 @@ class Thread(models.Model):
     last_run_cancelled = models.BooleanField(null=True, blank=True)
     last_run_error = models.JSONField(null=True, blank=True)
     status_message = models.CharField(max_length=500, null=True, blank=True)
+    # The AG-UI client's own `threadId` for a thread driven through POST /v1/agui (runs/agui.py), and
+    # the AG-UI state it last sent, echoed back as STATE_SNAPSHOT at the start of every AG-UI run.
+    external_id = models.CharField(max_length=200, null=True, blank=True)
+    agui_state = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(default=now_unique)
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        constraints = [
+            # One thread per client conversation id and user: the AG-UI endpoint finds it by this.
+            models.UniqueConstraint(fields=["project", "user_key", "external_id"],
+                                    condition=models.Q(external_id__isnull=False), name="thread_external_id_uniq"),
+        ]
         indexes = [
             # The thread list: one project's user's threads, newest first, keyset on (created_at, id).
             models.Index(fields=["project", "user_key", "-created_at", "-id"], name="thread_list_idx"),
@@ -155,6 +164,8 @@ class Message(models.Model):
     component_state = models.JSONField(default=dict, blank=True)
     metadata = models.JSONField(null=True, blank=True)
     additional_context = models.JSONField(null=True, blank=True)
+    # The id an AG-UI client gave this message, so history it sends again is recognised (runs/agui.py).
+    external_id = models.CharField(max_length=200, null=True, blank=True)
     created_at = models.DateTimeField(default=now_unique)
 
     class Meta:
