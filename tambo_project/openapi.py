@@ -269,5 +269,8 @@ def postprocess_v1_schema(result: dict[str, Any], generator, request, public) ->
     paths.update(_run_paths(schemas))
     paths.update(_agui_path(schemas))
     add_token_exchange(result, SECURITY_SCHEME)
+    from runs.assist.openapi import assist_paths  # imports this module: not at the top
+
+    paths.update(assist_paths(schemas))
     result["paths"] = dict(sorted(paths.items()))
     return result
