@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from clientsdk import types as wire
-from tambo_project.openapi import PROBLEM_CONTENT_TYPE, PROBLEM_REF, SECURITY_SCHEME, _add_model, _path_param, _problem
+from tambo_project.openapi import PROBLEM_CONTENT_TYPE, PROBLEM_REF, SECURITY, _add_model, _path_param, _problem
 
 _MODEL_PROBLEMS = {
     "429": "The model provider is rate limiting (`LLM_RATE_LIMITED`, with `Retry-After` when known).",
@@ -42,7 +42,7 @@ def _operation(operation_id: str, summary: str, parameters: list, ok: dict, *, b
                                  "content": {PROBLEM_CONTENT_TYPE: {"schema": PROBLEM_REF}}}
     responses["500"] = _problem("500")
     operation = {"operationId": operation_id, "summary": summary, "tags": ["threads"], "parameters": parameters,
-                 "security": [{SECURITY_SCHEME: []}], "responses": responses}
+                 "security": SECURITY, "responses": responses}
     if body_ref is not None:
         operation["requestBody"] = {"required": False, "content": {"application/json": {"schema": body_ref}}}
     return operation
