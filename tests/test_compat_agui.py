@@ -9,46 +9,32 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import require_part
+from tests.support import node
+from tests.support.node import USER_KEY
 from threads.models import Thread
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.node]
 
 AGUI_DIR = Path(__file__).resolve().parent / "compat" / "agui"
 README = Path(__file__).resolve().parents[1] / "README.md"
-USER_KEY = "alice"  # the `api` fixture's user, so the REST checks see the same threads
 
 
 def node_or_fail() -> str:
-    node = shutil.which("node")
-    installed = (AGUI_DIR / "node_modules" / "@ag-ui" / "client" / "package.json").is_file()
-    require_part(bool(node and installed), "run `npm ci` in tests/compat/agui (bin/test does it)")
-    return node
+    return node.node_for(AGUI_DIR, "@ag-ui/client")
 
 
-def run_node(args: list[str], base_url: str, api_key: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "TAMBO_URL": base_url, "TAMBO_API_KEY": api_key, "TAMBO_USER_KEY": USER_KEY,
-           "SUPPRESS_TRANSFORMATION_WARNINGS": ""}
-    try:
-        return subprocess.run([node_or_fail(), *args], cwd=AGUI_DIR, env=env, capture_output=True, text=True,
-                              timeout=120)
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"node {args} did not finish in 120 s; stderr:\n{exc.stderr}")
+def run_node(args: list[str], base_url: str, api_key: str):
+    return node.run_node(AGUI_DIR, "@ag-ui/client", args, base_url, api_key,
+                         {"SUPPRESS_TRANSFORMATION_WARNINGS": ""})
 
 
 def run_scenario(name: str, base_url: str, api_key: str) -> dict:
     done = run_node(["run.mjs", name], base_url, api_key)
-    results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    result = next((r for r in results if r.get("scenario") == name), None)
-    if done.returncode != 0 or result is None or not result.get("ok"):
-        message = result.get("error") if result else "no result line"
-        pytest.fail(f"AG-UI scenario {name} failed: {message}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}")
+    result = node.scenario_result(done, name)
     # The client warns on stderr about anything in the stream it had to strip or could not read.
     assert "[ag-ui]" not in done.stderr, done.stderr
     return result
