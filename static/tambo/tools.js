@@ -54,8 +54,10 @@ const STORAGE_PREFIX = "tambo-demo:";
 
 // --- Confirmation: an in-page dialog, answered by the person ---------------------------------------
 
-function askPerson(question, signal) {
+// Also used by the page itself (deleting a thread), with its own title.
+export function askPerson(question, signal, { title = "The assistant asks:" } = {}) {
   const dialog = document.getElementById("confirm-dialog");
+  dialog.querySelector(".dialog-title").textContent = title;
   dialog.querySelector("[data-role=question]").textContent = question;
   return new Promise((resolve, reject) => {
     const done = (answer) => {
@@ -73,7 +75,8 @@ function askPerson(question, signal) {
     dialog.addEventListener("close", onClose);
     signal?.addEventListener("abort", onAbort, { once: true });
     dialog.showModal();
-    dialog.querySelector("[value=yes]").focus();
+    // The safe answer has the focus: Enter or a stray key press must not confirm a deletion.
+    dialog.querySelector("[value=no]").focus();
   });
 }
 
