@@ -126,7 +126,7 @@ def _store_input(thread: Thread, run: Run, body: wire.CreateRunBody, results: di
         context = body.message.additional_context if (not other and index == len(pending) - 1) else None
         thread_services.message_create(thread=thread, role=Message.Role.TOOL, content=[block], run_id=run.id,
                                        tool_call_id=tool_use_id, additional_context=context)
-    if other or not results:
+    if (other or not results) and not _is_retry_of_failed_turn(thread, other):
         thread_services.message_create(thread=thread, role=Message.Role.USER, content=other, run_id=run.id,
                                        metadata=body.message.metadata,
                                        additional_context=body.message.additional_context)
@@ -134,6 +134,17 @@ def _store_input(thread: Thread, run: Run, body: wire.CreateRunBody, results: di
         # The paused run this one answers is done now.
         Run.objects.filter(id=body.previous_run_id, status=Run.Status.AWAITING_INPUT).update(
             status=Run.Status.COMPLETED)
+
+
+def _is_retry_of_failed_turn(thread: Thread, content: list[dict]) -> bool:
+    """True when `content` repeats the user message of the thread's last run, which failed before it
+    stored anything after that message: the run then answers the message already stored (a Retry),
+    instead of storing it a second time. Caller holds the thread's run lock transaction."""
+    if not content or not thread.last_run_error or not thread.last_completed_run_id:
+        return False
+    last = thread.messages.order_by("-created_at", "-id").first()
+    return (last is not None and last.role == Message.Role.USER and last.run_id == thread.last_completed_run_id
+            and last.content == content)
 
 
 def _count_turn_tool_calls(started: StartedRun) -> None:

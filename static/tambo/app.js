@@ -117,21 +117,23 @@ function main() {
 
   // The URL follows the open thread. A thread that just got its id replaces the "new thread" entry,
   // so Back does not lead to an empty page; opening another thread adds an entry.
+  let navigating = false; // a Back/Forward waiting for the turn to end: the URL is the person's
   function followInUrl(currentId) {
+    if (navigating) return;
     const shown = threadFromUrl(window.location.href);
     if (shown === currentId) return;
     const url = urlForThread(window.location.href, currentId);
     if (shown === null) window.history.replaceState({ thread: currentId }, "", url);
     else window.history.pushState({ thread: currentId }, "", url);
   }
-  window.addEventListener("popstate", () => {
+  window.addEventListener("popstate", async () => {
+    // One thread at a time: Back during a turn takes effect when the turn has ended.
+    navigating = true;
+    await threads.whenIdle();
+    navigating = false;
     const wanted = threadFromUrl(window.location.href);
-    if (threads.busy) {
-      // One thread at a time: stay on the running one, and say so in the URL again.
-      window.history.pushState({ thread: threads.thread?.id ?? null }, "", urlForThread(window.location.href, threads.thread?.id ?? null));
-      return;
-    }
-    if (wanted) openFromSidebar(wanted);
+    if (wanted === (threads.thread?.id ?? null)) return;
+    if (wanted) await openFromSidebar(wanted);
     else threads.newThread();
   });
 

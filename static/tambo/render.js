@@ -139,6 +139,9 @@ function updateMessage(node, message, handlers) {
     updateBlock(part, block, handlers, message.role);
     keep.push(part);
   }
+  if (message.unanswered && !node.querySelector(":scope > .msg-unanswered")) {
+    node.append(el("div", "msg-unanswered", "No answer: that turn failed or was stopped."));
+  }
   if (message.cancelled) {
     let badge = node.querySelector(":scope > .msg-badge");
     if (!badge) node.append(el("span", "msg-badge", "cancelled"));

@@ -44,7 +44,7 @@ function threadRow(thread, current, handlers) {
 
   const actions = el("span", "thread-actions");
   const rename = iconButton(`Rename “${thread.name || "Untitled thread"}”`, "✎", "thread-rename");
-  const remove = iconButton(`Delete “${thread.name || "Untitled thread"}”`, "🗑", "thread-delete");
+  const remove = iconButton(`Delete “${thread.name || "Untitled thread"}”`, "×", "thread-delete");
   rename.disabled = remove.disabled = Boolean(handlers.busy);
   rename.addEventListener("click", () => startRename(li, open, thread, handlers));
   remove.addEventListener("click", () => handlers.onDelete(thread.id));

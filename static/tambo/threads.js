@@ -21,6 +21,12 @@ export class ThreadsChat {
     this.active = null; // { abort, threadId, runId, stopping, deletion } while a turn runs
     this.lastInput = null; // what the last failed attempt sent, for Retry
     this.deferredStates = new Map(); // componentId → { block, previous } changed during a run
+    this.idleWaiters = [];
+  }
+
+  // Resolves once no turn is running (at once when none is).
+  whenIdle() {
+    return this.busy ? new Promise((resolve) => this.idleWaiters.push(resolve)) : Promise.resolve();
   }
 
   get busy() {
@@ -54,7 +60,7 @@ export class ThreadsChat {
     this.thread = thread;
     this.deferredStates.clear();
     this.view = viewFromThread(thread);
-    this.lastInput = null;
+    this.lastInput = this.view.error?.retryable ? { role: "user", content: this.view.lastUserContent } : null;
     this.onThreadsChange(this.threads, id);
     this.changed();
     this.loadSuggestions("GET");
@@ -177,6 +183,7 @@ export class ThreadsChat {
       if (nameAs && this.thread?.id && !this.thread.name) await this.nameThread(nameAs);
       this.active = null;
       this.changed();
+      for (const resolve of this.idleWaiters.splice(0)) resolve();
       if (this.view.status === "completed") this.loadSuggestions("POST");
       const deferred = [...this.deferredStates.values()];
       this.deferredStates.clear();
