@@ -168,15 +168,27 @@ def call_signature(name: str, arguments: Any) -> str:
 
 
 def step_persist(*, thread: Thread, run: Run, message_id: str, content: list[dict], cancelled: bool,
-                 tool_messages: list[tuple[str, dict]] = ()) -> None:
-    """Stores one model step: the assistant message (once, when it ended) and its tool results."""
+                 tool_messages: list[tuple[str, dict]] = (), usage: dict[str, int] | None = None) -> None:
+    """Stores one model step: the assistant message (once, when it ended), its tool results and the
+    run's token usage so far (when the provider reported any)."""
     with transaction.atomic():
+        if usage is not None:
+            Run.objects.filter(id=run.id).update(usage=usage)
         if content or cancelled:
             thread_services.message_create(thread=thread, role=Message.Role.ASSISTANT, content=content,
                                            run_id=run.id, is_cancelled=cancelled, message_id=message_id)
         for tool_call_id, block in tool_messages:
             thread_services.message_create(thread=thread, role=Message.Role.TOOL, content=[block], run_id=run.id,
                                            tool_call_id=tool_call_id, parent_message_id=message_id)
+
+
+def usage_add(total: dict[str, int] | None, step: dict[str, Any]) -> dict[str, int]:
+    """Sums one step's token counts into the run's (only the integer counts; the rest is the provider's)."""
+    result = dict(total or {})
+    for key, value in step.items():
+        if isinstance(value, int) and not isinstance(value, bool):
+            result[key] = result.get(key, 0) + value
+    return result
 
 
 def message_mark_cancelled(*, message_id: str) -> None:
