@@ -15,6 +15,8 @@ from .types import (
     ComponentStateResult,
     Message,
     MessagePage,
+    NamedThread,
+    SuggestionPage,
     Thread,
     ThreadPage,
     ThreadWithMessages,
@@ -23,7 +25,7 @@ from .types import (
 if TYPE_CHECKING:  # pragma: no cover
     from ._base import HTTPCore
 
-__all__ = ["Threads", "Messages", "Runs", "Components", "user_message"]
+__all__ = ["Threads", "Messages", "Suggestions", "Runs", "Components", "user_message"]
 
 
 def _seg(value: str) -> str:
@@ -67,10 +69,36 @@ class Messages(_Resource):
         return self._core.request_model("GET", path, Message, params={"userKey": self._user_key})
 
 
+class Suggestions(_Resource):
+    """Suggested next user messages for an assistant message (spec section 11)."""
+
+    def create(self, thread_id: str, message_id: str, *, max_suggestions: int | None = None,
+               available_components: list[dict[str, Any]] | None = None) -> SuggestionPage:
+        """Generate suggestions with one model call, replacing the message's earlier ones."""
+        body = _drop_none({"userKey": self._user_key, "maxSuggestions": max_suggestions,
+                           "availableComponents": available_components})
+        return self._core.request_model("POST", self._path(thread_id, message_id), SuggestionPage, json=body)
+
+    def list(self, thread_id: str, message_id: str, *, limit: int | None = None,
+             cursor: str | None = None) -> SuggestionPage:
+        params = _drop_none({"userKey": self._user_key, "limit": limit, "cursor": cursor})
+        return self._core.request_model("GET", self._path(thread_id, message_id), SuggestionPage, params=params)
+
+    @staticmethod
+    def _path(thread_id: str, message_id: str) -> str:
+        return f"/v1/threads/{_seg(thread_id)}/messages/{_seg(message_id)}/suggestions"
+
+
 class Threads(_Resource):
     def __init__(self, core: HTTPCore, user_key: str) -> None:
         super().__init__(core, user_key)
         self.messages = Messages(core, user_key)
+        self.suggestions = Suggestions(core, user_key)
+
+    def generate_name(self, thread_id: str) -> NamedThread:
+        """Name the thread from its conversation with one model call (the path has no `/v1`)."""
+        path = f"/threads/{_seg(thread_id)}/generate-name"
+        return self._core.request_model("POST", path, NamedThread, params={"userKey": self._user_key})
 
     def list(self, *, limit: int | None = None, cursor: str | None = None) -> ThreadPage:
         params = _drop_none({"userKey": self._user_key, "limit": limit, "cursor": cursor})

@@ -230,3 +230,32 @@ class ComponentStateBody(RequestModel):
     user_key: str | None = None
     state: dict[str, Any] | None = None
     patch: list[dict[str, Any]] | None = None
+
+
+# --- Thread names and suggestions (spec section 11) ------------------------------------------------
+
+class NamedThread(Thread):
+    """The answer of `POST /threads/{threadId}/generate-name`: a Thread with its project, as the SDK reads it."""
+
+    project_id: str
+
+
+class Suggestion(WireModel):
+    id: str
+    message_id: str
+    title: str
+    description: str
+    detailed_suggestion: str
+    metadata: dict[str, Any] | None = None
+
+
+class SuggestionPage(WireModel):
+    suggestions: list[Suggestion]
+    has_more: bool
+    next_cursor: str | None = None
+
+
+class CreateSuggestionsBody(RequestModel):
+    user_key: str | None = None
+    max_suggestions: Annotated[int, Field(ge=1, le=10)] = 3
+    available_components: list[AvailableComponent] | None = None

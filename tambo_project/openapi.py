@@ -209,6 +209,9 @@ def postprocess_v1_schema(result: dict[str, Any], generator, request, public) ->
                 responses.setdefault(status, _problem(status))
             operation["security"] = [{SECURITY_SCHEME: []}]
     paths.update(_run_paths(schemas))
+    from runs.assist.openapi import assist_paths  # imports this module: not at the top
+
+    paths.update(assist_paths(schemas))
     # The chat-completions gateway lives outside /v1 but belongs in the same reference.
     from runs.gateway.openapi import GATEWAY_SECURITY, GATEWAY_SECURITY_DEFINITION, gateway_paths
 

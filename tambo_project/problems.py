@@ -27,6 +27,7 @@ _TITLES = {
     415: "Unsupported Media Type",
     429: "Too Many Requests",
     500: "Internal Server Error",
+    502: "Bad Gateway",
 }
 
 

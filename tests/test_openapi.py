@@ -15,6 +15,11 @@ OPERATIONS = {
     ("post", "/v1/threads/runs"), ("post", "/v1/threads/{threadId}/runs"),
     ("delete", "/v1/threads/{threadId}/runs/{runId}"),
     ("post", "/v1/threads/{threadId}/components/{componentId}/state"),
+    ("get", "/v1/threads/{threadId}/messages/{messageId}/suggestions"),
+    ("post", "/v1/threads/{threadId}/messages/{messageId}/suggestions"),
+    ("post", "/threads/{threadId}/generate-name"),
+    ("get", "/threads/{threadId}/messages/{messageId}/suggestions"),
+    ("post", "/threads/{threadId}/messages/{messageId}/suggestions"),
 }
 NOT_API = {"/v1/openapi.json", "/v1/docs"}
 
@@ -153,3 +158,22 @@ def test_the_live_server_serves_the_docs_and_their_assets(live_server_url):
     assert "javascript" in asset.headers["Content-Type"]
     assert b"Redoc" in asset.content[:2000]
     assert schema.status_code == 200 and "/v1/threads/runs" in schema.json()["paths"]
+
+
+def test_the_name_and_suggestion_routes_answer_their_wire_models(schema):
+    components = schema["components"]["schemas"]
+    named = schema["paths"]["/threads/{threadId}/generate-name"]["post"]
+    generate = schema["paths"]["/v1/threads/{threadId}/messages/{messageId}/suggestions"]["post"]
+    legacy = schema["paths"]["/threads/{threadId}/messages/{messageId}/suggestions"]["get"]
+
+    assert named["responses"]["200"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/NamedThread"}
+    assert {"id", "projectId", "name", "createdAt", "updatedAt"} <= set(components["NamedThread"]["properties"])
+    assert generate["requestBody"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/CreateSuggestionsBody"}
+    assert components["CreateSuggestionsBody"]["properties"]["maxSuggestions"]["maximum"] == 10
+    assert {"suggestions", "hasMore", "nextCursor"} <= set(components["SuggestionPage"]["properties"])
+    assert legacy["responses"]["200"]["content"]["application/json"]["schema"] == {
+        "type": "array", "items": {"$ref": "#/components/schemas/Suggestion"}}
+    for operation in (named, generate):
+        assert {"429", "502"} <= set(operation["responses"])

@@ -6,7 +6,7 @@ from django.utils.html import format_html
 
 from runs.admin import run_duration, run_model, run_tokens
 from runs.models import Run
-from threads.models import ApiKey, Message, Project, Thread
+from threads.models import ApiKey, Message, Project, Suggestion, Thread
 from threads.presenters import message_content
 
 
@@ -69,6 +69,23 @@ class ThreadAdmin(admin.ModelAdmin):
     inlines = [MessageInline, RunInline]
 
 
+class SuggestionInline(admin.TabularInline):
+    """A message's suggested next messages, in the model's order; made only by the API."""
+
+    model = Suggestion
+    extra = 0
+    can_delete = False
+    ordering = ("position", "id")
+    fields = ("id", "position", "title", "description", "detailed_suggestion", "created_at")
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(Message)
 class MessageAdmin(admin.ModelAdmin):
     list_display = ("id", "thread", "role", "is_cancelled", "created_at")
@@ -80,6 +97,7 @@ class MessageAdmin(admin.ModelAdmin):
                        "tool_call_id", "parent_message", "is_cancelled", "metadata", "additional_context",
                        "created_at")
     exclude = ("content", "component_state")
+    inlines = [SuggestionInline]
 
     @admin.display(description="content")
     def readable_content(self, obj):

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from clientsdk import types as wire
-from threads.models import Message, Thread
+from threads.models import Message, Suggestion, Thread
 
 
 def thread_to_wire(thread: Thread) -> wire.Thread:
@@ -51,3 +51,18 @@ def message_to_wire(message: Message) -> wire.Message:
 def thread_with_messages_to_wire(thread: Thread, messages: list[Message]) -> wire.ThreadWithMessages:
     base = thread_to_wire(thread)
     return wire.ThreadWithMessages(**base.model_dump(), messages=[message_to_wire(m) for m in messages])
+
+
+def named_thread_to_wire(thread: Thread) -> wire.NamedThread:
+    return wire.NamedThread(**thread_to_wire(thread).model_dump(), project_id=thread.project_id)
+
+
+def suggestion_to_wire(suggestion: Suggestion) -> wire.Suggestion:
+    return wire.Suggestion(
+        id=suggestion.id,
+        message_id=suggestion.message_id,
+        title=suggestion.title,
+        description=suggestion.description,
+        detailed_suggestion=suggestion.detailed_suggestion,
+        metadata=suggestion.metadata,
+    )

@@ -31,6 +31,30 @@ class ModelRequest:
     model: str | None = None
     max_tokens: int | None = None
     temperature: float | None = None
+    # For `complete` only: ask for a JSON object as the whole answer (OpenAI's JSON mode).
+    json_output: bool = False
+    task: ModelTask | None = None
+
+
+@dataclass(frozen=True)
+class ModelTask:
+    """What a non-streamed call is for, with the facts its prompt was written from.
+
+    A real model reads only the messages. The offline model cannot read, so it answers a task from
+    these facts by its documented rules (`thread_name`, `suggestions`).
+    """
+
+    name: str
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Completion:
+    """The whole answer of one non-streamed call."""
+
+    text: str
+    finish_reason: str = "stop"
+    usage: dict[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -88,4 +112,8 @@ class Provider(Protocol):
         Closing the iterator (aclose, or cancelling the task that iterates it) must abort the
         underlying request at once.
         """
+        ...
+
+    async def complete(self, request: ModelRequest) -> Completion:
+        """One non-streamed answer (no tools), or raise ModelError with the same codes as `stream`."""
         ...

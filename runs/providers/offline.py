@@ -22,7 +22,17 @@ import json
 import re
 from typing import Any, AsyncIterator
 
-from runs.providers.base import Delta, ModelError, ModelRequest, ModelTool, StepEnd, TextDelta, ToolCallDelta
+from runs.providers.base import (
+    Completion,
+    Delta,
+    ModelError,
+    ModelRequest,
+    ModelTool,
+    StepEnd,
+    TextDelta,
+    ToolCallDelta,
+)
+from runs.providers.offline_tasks import task_answer
 from tambo_project.ids import new_id
 
 SLOW_WORDS = 200
@@ -78,6 +88,19 @@ class OfflineProvider:
             return
         async for delta in self._text(_echo(text, request.tools), self.delay):
             yield delta
+
+    async def complete(self, request: ModelRequest) -> Completion:
+        """A task's answer by the rules of runs/providers/offline_tasks.py; else the streamed text, whole."""
+        answer = task_answer(request.task) if request.task is not None else None
+        if answer is not None:
+            return Completion(text=answer, usage=_usage(request, len(answer) // 4 + 1))
+        parts, end = [], StepEnd("stop")
+        async for delta in self.stream(ModelRequest(messages=request.messages, model=request.model)):
+            if isinstance(delta, TextDelta):
+                parts.append(delta.text)
+            elif isinstance(delta, StepEnd):
+                end = delta
+        return Completion(text="".join(parts), finish_reason=end.finish_reason, usage=end.usage)
 
     async def _text(self, text: str, delay: float, size: int = 12) -> AsyncIterator[Delta]:
         for i in range(0, len(text), size):

@@ -15,6 +15,7 @@ from typing import Any, AsyncIterator
 import openai
 
 from runs.providers.base import (
+    Completion,
     Delta,
     ModelError,
     ModelRequest,
@@ -93,6 +94,38 @@ class OpenAIProvider:
         finally:
             if response is not None:
                 await response.close()
+
+    async def complete(self, request: ModelRequest) -> Completion:
+        """One non-streamed answer; the same error mapping and timeout as `stream`."""
+        try:
+            response = await self._client().chat.completions.create(
+                **completion_params(request, default_model=self.default_model))
+        except openai.APIError as exc:
+            raise model_error(exc, started=False) from exc
+        except ValueError as exc:  # a body that is not JSON
+            raise ModelError("LLM_SERVER_ERROR", MSG_UNREADABLE, retryable=True) from exc
+        choice = next((c for c in response.choices or () if c.index == 0), None)
+        if choice is None or choice.message is None:
+            raise ModelError("LLM_SERVER_ERROR", MSG_UNREADABLE, retryable=True)
+        usage = None
+        if response.usage is not None:
+            usage = {"prompt_tokens": response.usage.prompt_tokens,
+                     "completion_tokens": response.usage.completion_tokens,
+                     "total_tokens": response.usage.total_tokens}
+        return Completion(text=choice.message.content or "", finish_reason=choice.finish_reason or "stop",
+                          usage=usage)
+
+
+def completion_params(request: ModelRequest, *, default_model: str) -> dict[str, Any]:
+    """The keyword arguments of `chat.completions.create` for one non-streamed answer without tools."""
+    params = request_params(ModelRequest(messages=request.messages, model=request.model,
+                                         max_tokens=request.max_tokens, temperature=request.temperature),
+                            default_model=default_model)
+    del params["stream_options"]
+    params["stream"] = False
+    if request.json_output:
+        params["response_format"] = {"type": "json_object"}
+    return params
 
 
 def request_params(request: ModelRequest, *, default_model: str) -> dict[str, Any]:

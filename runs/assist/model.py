@@ -1,0 +1,60 @@
+"""One non-streamed model call for a side task, with the provider's errors answered as problems."""
+from __future__ import annotations
+
+import math
+from typing import Iterable
+
+from runs.history import block_text
+from runs.providers import get_provider
+from runs.providers.base import Completion, ModelError, ModelRequest
+from tambo_project.problems import Problem
+from threads.models import Message
+
+
+def model_problem(exc: ModelError) -> Problem:
+    """The problem for a model failure: the run codes (spec section 4) with the provider's safe message.
+
+    A rate-limited provider is 429 with its Retry-After (when it gave one); any other failure is the
+    provider's, not the caller's, so it is 502 Bad Gateway.
+    """
+    extra: dict = {"category": exc.category, "isRetryable": exc.retryable}
+    if exc.code == "LLM_RATE_LIMITED":
+        if exc.retry_after is not None:
+            extra["retryAfter"] = max(1, math.ceil(exc.retry_after))
+        return Problem(429, exc.code, exc.message, **extra)
+    return Problem(502, exc.code, exc.message, **extra)
+
+
+async def model_complete(request: ModelRequest) -> Completion:
+    """The configured provider's answer; raises Problem (429/502) when the model fails."""
+    try:
+        return await get_provider().complete(request)
+    except ModelError as exc:
+        raise model_problem(exc) from exc
+
+
+def message_text(message: Message) -> str:
+    return "\n".join(block_text(b) for b in message.content if b.get("type") in ("text", "resource")).strip()
+
+
+def transcript(messages: Iterable[Message], *, max_chars: int, keep_end: bool) -> str:
+    """The conversation as plain `User:` / `Assistant:` lines for a prompt, at most `max_chars` long
+    (its end when `keep_end`, else its start).
+
+    Tool traffic is left out (it means little to a title or a suggestion); a rendered component is
+    named, since it is what the user saw.
+    """
+    lines = []
+    for message in messages:
+        if message.role not in (Message.Role.USER, Message.Role.ASSISTANT):
+            continue
+        text = message_text(message)
+        shown = [b.get("name") for b in message.content if b.get("type") == "component"]
+        if shown:
+            text = (text + "\n" if text else "") + "".join(f"[showed the {name} component]" for name in shown)
+        if text:
+            lines.append(f"{message.role.capitalize()}: {text}")
+    joined = "\n".join(lines)
+    if len(joined) <= max_chars:
+        return joined
+    return joined[-max_chars:] if keep_end else joined[:max_chars]

@@ -1,0 +1,107 @@
+"""Thread names and suggestions over HTTP (spec sections 2 and 11). Thin: parse, call a service, render.
+
+Async views, because each waits on a model: a sync view would hold a worker thread and its
+database connection for the whole call. Auth is the same Principal as every /v1 view.
+"""
+from __future__ import annotations
+
+import json
+
+from asgiref.sync import sync_to_async
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_http_methods
+
+from clientsdk import types as wire
+from runs.assist.names import thread_name_generate
+from runs.assist.suggestions import suggestion_list, suggestions_generate
+from tambo_project.auth import Principal, aresolve_principal
+from tambo_project.problems import Problem, response_for, validation_error
+from tambo_project.validation import int_param, parse_body
+from threads.presenters import named_thread_to_wire, suggestion_to_wire
+
+# Suggestions are at most 10 per message (maxSuggestions), so a whole list always fits one page.
+LEGACY_LIST_LIMIT = 100
+
+
+def _problem(problem: Problem, request: HttpRequest) -> HttpResponse:
+    response = response_for(problem, request.path)
+    if problem.extra.get("isRetryable") is False:
+        # The SDKs (Stainless ones and clientsdk) retry 5xx unless told not to; retrying a model that
+        # refused the request (LLM_CLIENT_ERROR) would only fail again.
+        response["x-should-retry"] = "false"
+    return response
+
+
+def _query_user_key(request: HttpRequest) -> str | None:
+    # `contextKey` is what @tambo-ai/typescript-sdk's beta thread methods call the end user.
+    return request.GET.get("userKey") or request.GET.get("contextKey")
+
+
+def _json_object(request: HttpRequest) -> dict:
+    if not request.body.strip():
+        return {}  # the SDK's generate calls may send no body at all
+    try:
+        return json.loads(request.body)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise validation_error("The request body is not valid JSON.", field="body") from None
+
+
+@csrf_exempt
+@require_http_methods(["POST"])
+async def generate_name(request: HttpRequest, thread_id: str) -> HttpResponse:
+    try:
+        principal = await aresolve_principal(request)
+        user_key = principal.user_key(_query_user_key(request))
+        thread = await thread_name_generate(project=principal.project, user_key=user_key, thread_id=thread_id)
+    except Problem as problem:
+        return _problem(problem, request)
+    return JsonResponse(named_thread_to_wire(thread).wire())
+
+
+@csrf_exempt
+@require_http_methods(["GET", "POST"])
+async def suggestions(request: HttpRequest, thread_id: str, message_id: str) -> HttpResponse:
+    """`/v1/…/suggestions`: `{suggestions, hasMore, nextCursor?}`."""
+    try:
+        principal = await aresolve_principal(request)
+        scope = {"project": principal.project, "thread_id": thread_id, "message_id": message_id}
+        if request.method == "POST":
+            rows = await _generate(request, principal, scope)
+            page = wire.SuggestionPage(suggestions=[suggestion_to_wire(s) for s in rows], has_more=False)
+        else:
+            limit = int_param(request.GET.get("limit"), name="limit", default=10, low=1, high=100)
+            rows, next_cursor, has_more = await sync_to_async(suggestion_list)(
+                **scope, user_key=principal.user_key(_query_user_key(request)), limit=limit,
+                cursor=request.GET.get("cursor"))
+            page = wire.SuggestionPage(suggestions=[suggestion_to_wire(s) for s in rows], has_more=has_more,
+                                       next_cursor=next_cursor)
+    except Problem as problem:
+        return _problem(problem, request)
+    return JsonResponse(page.wire())
+
+
+@csrf_exempt
+@require_http_methods(["GET", "POST"])
+async def legacy_suggestions(request: HttpRequest, thread_id: str, message_id: str) -> HttpResponse:
+    """`/threads/…/suggestions`, the path `TamboClient` uses: a bare `Suggestion[]`."""
+    try:
+        principal = await aresolve_principal(request)
+        scope = {"project": principal.project, "thread_id": thread_id, "message_id": message_id}
+        if request.method == "POST":
+            rows = await _generate(request, principal, scope)
+        else:
+            rows, _, _ = await sync_to_async(suggestion_list)(
+                **scope, user_key=principal.user_key(_query_user_key(request)), limit=LEGACY_LIST_LIMIT,
+                cursor=None)
+    except Problem as problem:
+        return _problem(problem, request)
+    return JsonResponse([suggestion_to_wire(s).wire() for s in rows], safe=False)
+
+
+async def _generate(request: HttpRequest, principal: Principal, scope: dict):
+    body = parse_body(wire.CreateSuggestionsBody, _json_object(request))
+    # The body names the user, as on every POST; the query is accepted too, as for generate-name.
+    user_key = principal.user_key(body.user_key if body.user_key is not None else _query_user_key(request))
+    return await suggestions_generate(**scope, user_key=user_key, max_suggestions=body.max_suggestions,
+                                      components=body.available_components or ())
