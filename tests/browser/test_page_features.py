@@ -327,3 +327,47 @@ def test_a_shown_component_makes_no_tool_bubble_and_the_reply_reads_naturally(ch
     chat.wait_for_selector("body[data-ready=true]")
     expect(panel(chat).locator(".component-card[data-component-name=DataCard]")).to_be_visible()
     expect(panel(chat).locator(".tool-card")).to_have_count(0)
+
+
+# --- Names and suggestions from the server (spec section 11) -------------------------------------
+
+def test_a_new_thread_is_named_by_the_server_after_its_first_answer(chat, web_user):
+    text = "Plan a trip to the mountains next summer with friends and family"
+    with chat.expect_response(lambda r: r.url.endswith("/generate-name")) as named:
+        send(chat, text)
+    assert named.value.status == 200
+    expect(state(chat)).to_have_text("completed")
+
+    thread = the_thread(web_user)
+    # The offline model names a thread after its first words, cut at a word boundary (40 characters).
+    expect(chat.locator(f"[data-thread-id={thread.id}] .thread-name")).to_have_text(
+        "Plan a trip to the mountains next summer")
+    thread.refresh_from_db()
+    assert thread.name == "Plan a trip to the mountains next summer"
+
+
+@SIZES
+def test_suggestion_chips_under_the_last_answer_send_one_message(page_at, web_user, viewport):
+    from threads.models import Message
+
+    page = page_at(viewport)
+    send(page, "hello")
+    chips = panel(page).locator(".msg-suggestions .suggestion-chip")
+    expect(chips).to_have_text(["Show DataCard", "Show DataTable", "Show BarChart"])
+    screenshot(page, f"suggestions-{viewport['width']}")
+
+    chips.nth(2).click()
+
+    expect(panel(page).locator(".component-card[data-component-name=BarChart]")).to_be_visible()
+    expect(state(page)).to_have_text("completed")
+    users = [m.content[0]["text"] for m in Message.objects.filter(thread=the_thread(web_user), role="user")
+             .order_by("created_at")]
+    assert users == ["hello", "Show BarChart"]
+    # New chips belong to the new last answer; the old ones are gone.
+    expect(panel(page).locator(".msg-suggestions")).to_have_count(1)
+    expect(panel(page).locator(".messages > li").last).to_have_class(re.compile("msg-suggestions"))
+
+    page.reload()
+    page.wait_for_selector("body[data-ready=true]")
+    expect(panel(page).locator(".msg-suggestions .suggestion-chip")).to_have_count(3)
+    assert page.errors == []
