@@ -180,6 +180,8 @@ export class ThreadsChat {
       this.active.settling = true;
       if (this.active.deletion) await this.active.deletion;
       await this.refreshThread();
+      // Stopped before the server said which thread it made: the list shows it anyway.
+      if (!this.thread) await this.loadThreads().catch(() => null);
       if (nameAs && this.thread?.id && !this.thread.name) await this.nameThread(nameAs);
       this.active = null;
       this.changed();
