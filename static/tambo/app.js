@@ -159,6 +159,10 @@ function main() {
   completionPanel.draw(completions.view(), false);
   selectTab("threads");
   threads.loadThreads().catch((error) => console.error("Could not load threads", error));
+  // "2 min ago" grows older: redraw the list now and then, unless a name is being edited in it.
+  setInterval(() => {
+    if (!document.querySelector(".thread-rename-input")) showThreadList(threads.threads, threads.thread?.id ?? null);
+  }, 60_000);
   const bookmarked = threadFromUrl(window.location.href);
   const opened = bookmarked ? openFromSidebar(bookmarked) : Promise.resolve();
   window.tamboPage = { threads, completions }; // for debugging in the console
