@@ -7,6 +7,8 @@
 // anything else active. DOMPurify hands back a DOM fragment, so no HTML string of ours is ever
 // assigned to innerHTML.
 
+import { stableEnd } from "./stable.js";
+
 const { marked, DOMPurify, hljs } = globalThis;
 
 const escapeHtml = (text) =>
@@ -51,12 +53,38 @@ export function markdownFragment(text) {
 // highlighted only when `highlight` is true, because colouring every frame of a long streamed answer
 // would cost more than it shows (the final draw, after the stream, colours them).
 export function renderMarkdown(container, text, { highlight = true } = {}) {
+  container._live = null;
+  container.replaceChildren(decorated(text, highlight));
+}
+
+// While an answer streams its text only grows, and Markdown before a blank line outside a code fence
+// no longer changes. So that part is drawn once, and each frame redraws only what follows it: a long
+// answer costs the same per frame as a short one. Constructs that span blank lines (loose lists,
+// reference links) may look different until the final renderMarkdown() draws the whole text.
+export function renderMarkdownLive(container, text) {
+  let live = container._live;
+  if (!live || !text.startsWith(live.stable)) {
+    container.replaceChildren();
+    live = container._live = { stable: "", tail: [] };
+  }
+  const end = stableEnd(text);
+  for (const node of live.tail) node.remove();
+  if (end > live.stable.length) {
+    container.append(decorated(text.slice(live.stable.length, end), false));
+    live.stable = text.slice(0, end);
+  }
+  const tail = decorated(text.slice(live.stable.length), false);
+  live.tail = [...tail.childNodes];
+  container.append(tail);
+}
+
+function decorated(text, highlight) {
   const fragment = markdownFragment(text);
   for (const pre of fragment.querySelectorAll("pre")) {
     const code = pre.querySelector("code");
     if (code) decorateCode(pre, code, highlight);
   }
-  container.replaceChildren(fragment);
+  return fragment;
 }
 
 function decorateCode(pre, code, highlight) {

@@ -3,7 +3,7 @@
 // assistant's text is Markdown, drawn by markdown.js (sanitized, raw HTML shown as text).
 
 import { rendererFor } from "./components.js";
-import { renderMarkdown } from "./markdown.js";
+import { renderMarkdown, renderMarkdownLive } from "./markdown.js";
 
 const STATUS_LABELS = {
   idle: "idle",
@@ -179,11 +179,13 @@ function updateBlock(part, block, handlers, role) {
       if (part.textContent !== block.text) part.textContent = block.text;
       return;
     }
-    // Code is coloured once the run is over (see renderMarkdown).
+    // While the run streams, only the growing end of the text is redrawn; once it is over, the whole
+    // text is drawn again with its code coloured (see markdown.js).
     const highlight = !handlers.busy;
     if (part._markdown === block.text && part._highlighted === highlight) return;
     part.classList.add("markdown");
-    renderMarkdown(part, block.text, { highlight });
+    if (highlight) renderMarkdown(part, block.text);
+    else renderMarkdownLive(part, block.text);
     part._markdown = block.text;
     part._highlighted = highlight;
     return;
