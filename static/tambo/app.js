@@ -83,8 +83,18 @@ function main() {
   });
   $("#clear-completions").addEventListener("click", () => completions.clear());
 
+  let redrawAfterEdit = false;
   function showThreadList(list, currentId) {
+    // Redrawing would take the name being typed away: wait until it is saved or dropped.
+    if (document.querySelector(".thread-rename-input")) {
+      redrawAfterEdit = true;
+      return;
+    }
+    redrawAfterEdit = false;
     drawThreadList($("#thread-list"), list, currentId, {
+      onEditEnd: () => {
+        if (redrawAfterEdit) showThreadList(threads.threads, threads.thread?.id ?? null);
+      },
       busy: Boolean(threads?.busy),
       onOpen: async (id) => {
         if (threads.busy) return;
@@ -160,9 +170,7 @@ function main() {
   selectTab("threads");
   threads.loadThreads().catch((error) => console.error("Could not load threads", error));
   // "2 min ago" grows older: redraw the list now and then, unless a name is being edited in it.
-  setInterval(() => {
-    if (!document.querySelector(".thread-rename-input")) showThreadList(threads.threads, threads.thread?.id ?? null);
-  }, 60_000);
+  setInterval(() => showThreadList(threads.threads, threads.thread?.id ?? null), 60_000);
   const bookmarked = threadFromUrl(window.location.href);
   const opened = bookmarked ? openFromSidebar(bookmarked) : Promise.resolve();
   window.tamboPage = { threads, completions }; // for debugging in the console

@@ -49,7 +49,7 @@ export function chatPanel(root, { controller, emptyText, onRetry, onComponentSta
     }
     root.dataset.busy = String(busy);
     send.disabled = busy;
-    stop.hidden = !busy;
+    stop.hidden = !busy || controller().stoppable === false;
     if (!frame) frame = requestAnimationFrame(flush);
   };
 

@@ -18,7 +18,7 @@ function iconButton(label, symbol, className) {
   return button;
 }
 
-// handlers: { busy, onOpen(id), onRename(id, name), onDelete(id) }
+// handlers: { busy, onOpen(id), onRename(id, name), onDelete(id), onEditEnd() }
 export function drawThreadList(ul, list, currentId, handlers) {
   ul.replaceChildren();
   if (currentId && !list.some((t) => t.id === currentId)) {
@@ -66,7 +66,9 @@ function startRename(li, open, thread, handlers) {
     input.replaceWith(open);
     li.querySelector(".thread-actions").hidden = false;
     if (save && name && name !== thread.name) await handlers.onRename(thread.id, name);
-    open.focus();
+    handlers.onEditEnd?.();
+    const again = document.querySelector(`[data-thread-id="${CSS.escape(thread.id)}"]`);
+    (again || open).focus();
   };
   input.addEventListener("keydown", (event) => {
     if (event.key === "Enter") {

@@ -22,6 +22,7 @@ export class ThreadsChat {
     this.lastInput = null; // what the last failed attempt sent, for Retry
     this.deferredStates = new Map(); // componentId → { block, previous } changed during a run
     this.idleWaiters = [];
+    this.openTicket = 0;
   }
 
   // Resolves once no turn is running (at once when none is).
@@ -31,6 +32,11 @@ export class ThreadsChat {
 
   get busy() {
     return this.active !== null;
+  }
+
+  // False while a turn only does its bookkeeping (re-reading and naming the thread).
+  get stoppable() {
+    return Boolean(this.active && !this.active.settling);
   }
 
   changed() {
@@ -45,6 +51,7 @@ export class ThreadsChat {
 
   newThread() {
     if (this.busy) return;
+    this.openTicket += 1;
     this.thread = null;
     this.deferredStates.clear();
     this.view = newView();
@@ -56,7 +63,10 @@ export class ThreadsChat {
   // Opens a thread; a thread that is gone (deleted, someone else's) answers 404 and throws.
   async openThread(id) {
     if (this.busy) return;
+    // Back, Forward and clicks can overlap: only the last one asked for is shown.
+    const ticket = ++this.openTicket;
     const thread = await requestJson("GET", `/v1/threads/${encodeURIComponent(id)}`);
+    if (ticket !== this.openTicket || this.busy) return;
     this.thread = thread;
     this.deferredStates.clear();
     this.view = viewFromThread(thread);
@@ -178,10 +188,12 @@ export class ThreadsChat {
     } finally {
       // Still busy until the thread is re-read: a Retry or a new message needs its lastCompletedRunId.
       this.active.settling = true;
+      this.changed(); // nothing left to stop
       if (this.active.deletion) await this.active.deletion;
       await this.refreshThread();
       // Stopped before the server said which thread it made: the list shows it anyway.
       if (!this.thread) await this.loadThreads().catch(() => null);
+      // Named before the person can go on, so a rename of theirs cannot be overtaken by this one.
       if (nameAs && this.thread?.id && !this.thread.name) await this.nameThread(nameAs);
       this.active = null;
       this.changed();
