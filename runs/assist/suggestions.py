@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 from typing import Annotated, Sequence
 
 from asgiref.sync import sync_to_async
 from django.db import transaction
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StringConstraints
 
 from clientsdk import types as wire
 from runs.assist.model import message_text, model_complete, transcript
@@ -26,6 +27,8 @@ log = logging.getLogger(__name__)
 PROMPT_MESSAGES = 12
 PROMPT_CHARS = 6000
 ATTEMPTS = 2  # the first reply, and one more when it does not validate
+RETRY_PROMPT = ("That is not the JSON object asked for. Answer again with only the JSON object "
+                '{"suggestions": [{"title", "description", "detailedSuggestion"}, …]}.')
 
 Line = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500)]
 
@@ -98,9 +101,13 @@ async def _drafts(request: ModelRequest) -> list[DraftSuggestion]:
             parsed = json.loads(_unfenced(reply))
             # A bare array (what some servers answer without JSON mode) is read as the suggestions.
             return DraftReply.model_validate({"suggestions": parsed} if isinstance(parsed, list) else parsed).suggestions
-        except (ValueError, ValidationError) as exc:  # json's errors are ValueErrors
+        except ValueError as exc:  # json's errors and pydantic's ValidationError are ValueErrors
             # The reply is not logged: it may quote the conversation.
             log.warning("Suggestions reply %d of %d did not validate: %s", attempt, ATTEMPTS, type(exc).__name__)
+        # The model sees what it answered and is told why that will not do: a plain repeat of the
+        # same request tends to get the same answer.
+        request = replace(request, messages=[*request.messages, {"role": "assistant", "content": reply[:4000]},
+                                             {"role": "user", "content": RETRY_PROMPT}])
     raise Problem(502, "LLM_SERVER_ERROR", "The model's suggestions could not be read.",
                   category="server_error", isRetryable=True)
 
@@ -132,13 +139,20 @@ def _suggestion_inputs(**scope) -> tuple[Message, list[Message]]:
 
 
 def suggestions_replace(*, message: Message, drafts: Sequence[DraftSuggestion]) -> list[Suggestion]:
-    """Replaces the message's suggestions with `drafts`, in order, in one transaction."""
+    """Replaces the message's suggestions with `drafts`, in order, in one transaction.
+
+    Holds the message's row lock for it, so two generations for one message end with one set, not
+    both (each delete would otherwise miss the other's new rows). 404 MESSAGE_NOT_FOUND if the
+    message was deleted meanwhile.
+    """
     rows = [Suggestion(message=message, position=position, title=draft.title,
                        # The SDK calls `description` an alias of the detailed suggestion: never leave it empty.
                        description=draft.description or draft.detailed_suggestion,
                        detailed_suggestion=draft.detailed_suggestion)
             for position, draft in enumerate(drafts)]
     with transaction.atomic():
+        if not Message.objects.select_for_update().filter(pk=message.pk).exists():
+            raise Problem(404, "MESSAGE_NOT_FOUND", f"Assistant message {message.pk} was not found in this thread.")
         Suggestion.objects.filter(message=message).delete()
         Suggestion.objects.bulk_create(rows)
     return rows

@@ -131,8 +131,12 @@ def test_a_reply_that_is_not_the_json_asked_for_is_asked_again_once(api, fake, c
 
     assert response.status_code == 200, response.text
     assert len(response.json()["suggestions"]) == 3
-    assert len(fake.requests) == 2
-    assert fake.requests[0].body == fake.requests[1].body
+    first, second = fake.requests
+    # The second request is the first plus the bad reply and a word on what was wrong with it.
+    assert second.body["messages"][:2] == first.body["messages"]
+    assert second.body["messages"][2] == {"role": "assistant", "content": "Sure! Here are some ideas: compare, walk."}
+    assert second.body["messages"][3]["role"] == "user" and "JSON" in second.body["messages"][3]["content"]
+    assert second.body["response_format"] == {"type": "json_object"}
 
 
 def test_two_replies_that_do_not_validate_are_a_bad_gateway_and_keep_the_earlier_ones(api, fake, chat):

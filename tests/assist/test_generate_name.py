@@ -121,6 +121,14 @@ def test_it_needs_an_api_key(live_server_url, project):
     assert_problem(generate_name(Api(live_server_url, None), thread.id), 401, "UNAUTHORIZED")
 
 
+def test_an_unknown_path_beside_it_is_a_not_found_problem(api, project):
+    thread, _ = conversation(project, ("user", "Bridges"))
+
+    response = api.session.post(f"{api.base_url}/threads/{thread.id}/generate-names", timeout=30)
+
+    assert_problem(response, 404, "NOT_FOUND")
+
+
 def test_only_post_is_allowed(api, project):
     thread, _ = conversation(project, ("user", "Bridges"))
 

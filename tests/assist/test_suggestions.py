@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import pytest
 
+from concurrent.futures import ThreadPoolExecutor
+
 from tests.assist.conftest import BAR_CHART, DATA_CARD, conversation
 from tests.conftest import Api
 from tests.support.problems import assert_problem
@@ -69,6 +71,23 @@ def test_generating_again_replaces_the_messages_earlier_suggestions(api, chat):
 
     assert listed == {"suggestions": second, "hasMore": False}
     assert not {s["id"] for s in first} & {s["id"] for s in second}
+
+
+@pytest.mark.both_dbs
+def test_generations_at_the_same_time_leave_one_set(api, chat):
+    thread, answer = chat
+
+    def post(_):
+        return Api(api.base_url, api.session.headers["x-api-key"]).post(
+            v1_path(thread.id, answer.id), {"userKey": "alice", "availableComponents": [DATA_CARD, BAR_CHART]})
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        answers = list(pool.map(post, range(12)))
+
+    assert [r.status_code for r in answers] == [200] * 12
+    listed = api.get(v1_path(thread.id, answer.id)).json()["suggestions"]
+    assert [s["title"] for s in listed] == ["Show DataCard", "Show BarChart", "Tell me more"]
+    assert listed in [r.json()["suggestions"] for r in answers]
 
 
 @pytest.mark.both_dbs
