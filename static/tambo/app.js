@@ -105,7 +105,7 @@ function main() {
       onDelete: async (id) => {
         const thread = threads.threads.find((t) => t.id === id);
         const sure = await askPerson(`Delete “${thread?.name || "Untitled thread"}” and all its messages?`, null,
-          { title: "Delete thread" });
+          { title: "Delete thread", yes: "Delete", no: "Cancel", danger: true });
         if (sure) await threads.deleteThread(id).catch((error) => threadProblem("delete", error));
       },
     });

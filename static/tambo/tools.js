@@ -55,9 +55,13 @@ const STORAGE_PREFIX = "tambo-demo:";
 // --- Confirmation: an in-page dialog, answered by the person ---------------------------------------
 
 // Also used by the page itself (deleting a thread), with its own title.
-export function askPerson(question, signal, { title = "The assistant asks:" } = {}) {
+export function askPerson(question, signal, { title = "The assistant asks:", yes = "Yes", no = "No", danger = false } = {}) {
   const dialog = document.getElementById("confirm-dialog");
   dialog.querySelector(".dialog-title").textContent = title;
+  const yesButton = dialog.querySelector("[value=yes]");
+  yesButton.textContent = yes;
+  yesButton.className = danger ? "danger" : "primary";
+  dialog.querySelector("[value=no]").textContent = no;
   dialog.querySelector("[data-role=question]").textContent = question;
   return new Promise((resolve, reject) => {
     const done = (answer) => {

@@ -252,6 +252,8 @@ def test_threads_are_renamed_and_deleted_from_the_sidebar(page_at, web_user, vie
     dialog = page.locator("#confirm-dialog")
     expect(dialog).to_contain_text("Delete “Groceries”")
     expect(dialog.locator("button[value=no]")).to_be_focused()
+    expect(dialog.locator("button[value=no]")).to_have_text("Cancel")
+    expect(dialog.locator("button[value=yes]")).to_have_text("Delete")
     screenshot(page, f"delete-dialog-{viewport['width']}")
     dialog.locator("button[value=yes]").click()
 
