@@ -373,3 +373,22 @@ def test_suggestion_chips_under_the_last_answer_send_one_message(page_at, web_us
     page.wait_for_selector("body[data-ready=true]")
     expect(panel(page).locator(".msg-suggestions .suggestion-chip")).to_have_count(3)
     assert page.errors == []
+
+
+def test_a_component_that_cannot_be_drawn_says_so_while_streaming_and_after(open_page, web_user):
+    page = open_page()
+
+    def broken_datacard(route):
+        # The page's own module, with DataCard's renderer made to fail.
+        body = route.fetch().text() + '\ncomponents[0].render = () => { throw new Error("broken on purpose"); };\n'
+        route.fulfill(body=body, content_type="text/javascript")
+
+    page.route("**/static/tambo/components.js", broken_datacard)
+    log_in(page)
+    send(page, "Show a DataCard")
+    card = panel(page).locator(".component-card[data-component-name=DataCard]")
+    # The note under the card ("Saving…", "") must not overwrite the renderer's error.
+    expect(card.locator(".component-error")).to_have_text("Could not draw DataCard: broken on purpose")
+    expect(state(page)).to_have_text("completed")
+    expect(card.locator(".component-error")).to_have_text("Could not draw DataCard: broken on purpose")
+    expect(card.locator(".component-error")).to_have_attribute("role", "alert")
