@@ -91,7 +91,7 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
             async for event in _model_step(step, messages, started, provider, control):
                 yield event
             await sync_to_async(services.step_persist)(thread=thread, run=run, message_id=step.message_id,
-                                                       content=step.content(), cancelled=False)
+                                                       content=step.content(), cancelled=False, usage=run.usage)
             persisted, step = step, None
             messages.append(persisted.model_message())
             pending: list[Call] = []
@@ -174,6 +174,9 @@ async def _model_step(step: Step, messages: list[dict], started: StartedRun, pro
     async for delta in control.stream(provider.stream(request)):
         if isinstance(delta, StepEnd):
             step.finish_reason = delta.finish_reason
+            if delta.usage:
+                # Kept on the run in memory; step_persist writes it with the step's message.
+                started.run.usage = services.usage_add(started.run.usage, delta.usage)
             continue
         for event in step.on_delta(delta):
             yield event

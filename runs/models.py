@@ -31,6 +31,8 @@ class Run(models.Model):
     created_at = models.DateTimeField(default=now_unique)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Token counts summed over the run's model steps, as the provider reported them (None: it did not).
+    usage = models.JSONField(null=True, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["thread", "created_at"], name="run_thread_idx")]

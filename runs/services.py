@@ -126,7 +126,7 @@ def _store_input(thread: Thread, run: Run, body: wire.CreateRunBody, results: di
         context = body.message.additional_context if (not other and index == len(pending) - 1) else None
         thread_services.message_create(thread=thread, role=Message.Role.TOOL, content=[block], run_id=run.id,
                                        tool_call_id=tool_use_id, additional_context=context)
-    if other or not results:
+    if (other or not results) and not _is_retry_of_failed_turn(thread, other):
         thread_services.message_create(thread=thread, role=Message.Role.USER, content=other, run_id=run.id,
                                        metadata=body.message.metadata,
                                        additional_context=body.message.additional_context)
@@ -134,6 +134,17 @@ def _store_input(thread: Thread, run: Run, body: wire.CreateRunBody, results: di
         # The paused run this one answers is done now.
         Run.objects.filter(id=body.previous_run_id, status=Run.Status.AWAITING_INPUT).update(
             status=Run.Status.COMPLETED)
+
+
+def _is_retry_of_failed_turn(thread: Thread, content: list[dict]) -> bool:
+    """True when `content` repeats the user message of the thread's last run, which failed before it
+    stored anything after that message: the run then answers the message already stored (a Retry),
+    instead of storing it a second time. Caller holds the thread's run lock transaction."""
+    if not content or not thread.last_run_error or not thread.last_completed_run_id:
+        return False
+    last = thread.messages.order_by("-created_at", "-id").first()
+    return (last is not None and last.role == Message.Role.USER and last.run_id == thread.last_completed_run_id
+            and last.content == content)
 
 
 def _count_turn_tool_calls(started: StartedRun) -> None:
@@ -157,15 +168,27 @@ def call_signature(name: str, arguments: Any) -> str:
 
 
 def step_persist(*, thread: Thread, run: Run, message_id: str, content: list[dict], cancelled: bool,
-                 tool_messages: list[tuple[str, dict]] = ()) -> None:
-    """Stores one model step: the assistant message (once, when it ended) and its tool results."""
+                 tool_messages: list[tuple[str, dict]] = (), usage: dict[str, int] | None = None) -> None:
+    """Stores one model step: the assistant message (once, when it ended), its tool results and the
+    run's token usage so far (when the provider reported any)."""
     with transaction.atomic():
+        if usage is not None:
+            Run.objects.filter(id=run.id).update(usage=usage)
         if content or cancelled:
             thread_services.message_create(thread=thread, role=Message.Role.ASSISTANT, content=content,
                                            run_id=run.id, is_cancelled=cancelled, message_id=message_id)
         for tool_call_id, block in tool_messages:
             thread_services.message_create(thread=thread, role=Message.Role.TOOL, content=[block], run_id=run.id,
                                            tool_call_id=tool_call_id, parent_message_id=message_id)
+
+
+def usage_add(total: dict[str, int] | None, step: dict[str, Any]) -> dict[str, int]:
+    """Sums one step's token counts into the run's (only the integer counts; the rest is the provider's)."""
+    result = dict(total or {})
+    for key, value in step.items():
+        if isinstance(value, int) and not isinstance(value, bool):
+            result[key] = result.get(key, 0) + value
+    return result
 
 
 def message_mark_cancelled(*, message_id: str) -> None:

@@ -272,5 +272,10 @@ def postprocess_v1_schema(result: dict[str, Any], generator, request, public) ->
     from runs.assist.openapi import assist_paths  # imports this module: not at the top
 
     paths.update(assist_paths(schemas))
+    # The chat-completions gateway lives outside /v1 but belongs in the same reference.
+    from runs.gateway.openapi import GATEWAY_SECURITY, GATEWAY_SECURITY_DEFINITION, gateway_paths
+
+    components["securitySchemes"][GATEWAY_SECURITY] = GATEWAY_SECURITY_DEFINITION
+    paths.update(gateway_paths())
     result["paths"] = dict(sorted(paths.items()))
     return result

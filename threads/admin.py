@@ -5,6 +5,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.utils.html import format_html
 
+from runs.admin import run_duration, run_model, run_tokens
 from runs.models import Run
 from tambo_project.user_tokens import settings_errors
 from threads.models import ApiKey, Message, Project, Suggestion, Thread
@@ -38,9 +39,23 @@ class RunInline(admin.TabularInline):
     fk_name = "thread"
     extra = 0
     can_delete = False
-    fields = ("id", "status", "previous_run", "model", "error_code", "cancel_requested", "started_at", "finished_at")
+    ordering = ("created_at", "id")  # ids are random: time is the only meaningful order
+    fields = ("id", "status", "previous_run", "model_used", "duration", "tokens", "error_code", "error_message",
+              "cancel_requested", "started_at", "finished_at")
     readonly_fields = fields
     show_change_link = True
+
+    @admin.display(description="model")
+    def model_used(self, obj):
+        return run_model(obj)
+
+    @admin.display(description="duration")
+    def duration(self, obj):
+        return run_duration(obj)
+
+    @admin.display(description="tokens")
+    def tokens(self, obj):
+        return run_tokens(obj)
 
     def has_add_permission(self, request, obj=None):
         return False
@@ -79,7 +94,9 @@ class SuggestionInline(admin.TabularInline):
 class MessageAdmin(admin.ModelAdmin):
     list_display = ("id", "thread", "role", "is_cancelled", "created_at")
     list_filter = ("role", "is_cancelled")
-    search_fields = ("id", "thread__id", "tool_call_id", "external_id")
+    # `content` searches the message's JSON as text, so the words of a message find it.
+    search_fields = ("id", "thread__id", "tool_call_id", "external_id", "content")
+    ordering = ("-created_at", "-id")
     readonly_fields = ("id", "thread", "run_id", "role", "readable_content", "readable_component_state",
                        "tool_call_id", "external_id", "parent_message", "is_cancelled", "metadata",
                        "additional_context", "created_at")

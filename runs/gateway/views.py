@@ -27,7 +27,7 @@ from runs.gateway.errors import (
     openai_error_response,
     stream_error_body,
 )
-from runs.gateway.models import model_resolve
+from runs.gateway.models import model_get, model_list, model_resolve
 from runs.gateway.ratelimit import rate_limit_hit
 from runs.gateway.translate import decode_json, parse_chat_request
 from runs.providers import get_provider
@@ -72,6 +72,21 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
     for header, value in SSE_HEADERS.items():
         response[header] = value
     return response
+
+
+async def models(request: HttpRequest, model_id: str | None = None) -> HttpResponse:
+    """`GET /api/models` and `GET /api/models/{id}`: the allow-list in OpenAI's shape, so
+    `client.models.list()` works. Same authentication as the completions."""
+    if request.method != "GET":
+        response = openai_error_response(405, "Only GET is allowed here.", "invalid_request_error",
+                                         "method_not_allowed")
+        response["Allow"] = "GET"
+        return response
+    try:
+        await _principal(request)
+        return JsonResponse(model_get(alias=model_id) if model_id is not None else model_list())
+    except GatewayError as error:
+        return error.response()
 
 
 @csrf_exempt  # a POST to a mistyped path must learn it is 404, not a CSRF failure
