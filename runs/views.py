@@ -16,13 +16,14 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
 from clientsdk import types as wire
-from runs import services
+from runs import services, settle
 from runs.control import RunControl, watcher
 from runs.loop import advance
 from runs.providers import get_provider
-from runs.sse import SSE_HEADERS, encode_event
+from runs.guard import encode_into
+from runs.sse import SSE_HEADERS
 from tambo_project.auth import aresolve_principal
-from tambo_project.problems import Problem, response_for, validation_error
+from tambo_project.problems import Problem, is_database_unavailable, response_for, unavailable, validation_error
 from tambo_project.validation import parse_body
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,8 @@ async def _start(request: HttpRequest, thread_id: str | None) -> HttpResponse:
         started = await _run_start(principal=principal, body=body, thread_id=thread_id)
     except Problem as problem:
         return response_for(problem, request.path)
+    except services.StartAbandoned as abandoned:
+        return _abandoned(abandoned, request.path)
     control = RunControl(started.run.id)
     watcher.register(control)
     queue: asyncio.Queue = asyncio.Queue()
@@ -69,6 +72,15 @@ async def _start(request: HttpRequest, thread_id: str | None) -> HttpResponse:
     if thread_id is None:
         response["X-Thread-Id"] = started.thread.id
     return response
+
+
+def _abandoned(abandoned: services.StartAbandoned, path: str) -> HttpResponse:
+    """The lock was taken but the run could not start: free the thread as soon as the database lets us."""
+    log.warning("Run %s could not start after taking its lock", abandoned.run_id, exc_info=abandoned.__cause__)
+    settle.start_abandoned(thread_id=abandoned.thread_id, run_id=abandoned.run_id)
+    if is_database_unavailable(abandoned.__cause__):
+        return response_for(unavailable(), path)
+    return response_for(Problem(500, "INTERNAL_ERROR", "An internal error occurred."), path)
 
 
 _orphans: set[asyncio.Task] = set()  # strong references, so the loop does not drop them mid-run
@@ -87,6 +99,10 @@ async def _run_start(**kwargs) -> services.StartedRun:
 
 
 def _cancel_orphan(start: asyncio.Future) -> None:
+    if not start.cancelled() and isinstance(start.exception(), services.StartAbandoned):
+        abandoned = start.exception()
+        settle.start_abandoned(thread_id=abandoned.thread_id, run_id=abandoned.run_id)
+        return
     if start.cancelled() or start.exception() is not None:
         return  # a rejected request took no lock
     started = start.result()
@@ -110,8 +126,7 @@ async def _produce(events, queue: asyncio.Queue, control: RunControl, reading: a
                 await asyncio.wait_for(reading.wait(), READ_START_TIMEOUT)
             except asyncio.TimeoutError:
                 control.cancel("disconnected")
-        async for event in events:
-            queue.put_nowait(encode_event(event))
+        await encode_into(events, queue.put_nowait)
     finally:
         queue.put_nowait(_END)
         watcher.unregister(control)
