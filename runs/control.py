@@ -176,8 +176,8 @@ class Watcher:
             await asyncio.sleep(settings.RUN_WATCH_INTERVAL)
             try:
                 await self.tick()
-            except Exception:  # noqa: BLE001 - a failed tick must not kill the watcher
-                log.warning("Run watcher tick failed", exc_info=True)
+            except Exception as exc:  # noqa: BLE001 - a failed tick must not kill the watcher
+                _log_failure("Run watcher tick failed", exc)
 
     async def tick(self) -> None:
         """One round: renew, poll for cancels, checkpoint, sweep expired leases (one statement each)."""
@@ -229,16 +229,26 @@ def _tick_in_db(run_ids: list[str], checkpoints: dict[str, tuple[str, str]]) -> 
         written = True
         try:
             checkpoint_write(checkpoints=checkpoints)
-        except Exception:  # noqa: BLE001 - logged; the next tick tries again
+        except Exception as exc:  # noqa: BLE001 - logged; the next tick tries again
             written = False
-            log.warning("Run watcher: checkpoints failed", exc_info=True)
+            _log_failure("Run watcher: checkpoints failed", exc)
         try:
             expired_sweep()
-        except Exception:  # noqa: BLE001 - logged; the next tick sweeps again
-            log.warning("Run watcher: the expired-lease sweep failed", exc_info=True)
+        except Exception as exc:  # noqa: BLE001 - logged; the next tick sweeps again
+            _log_failure("Run watcher: the expired-lease sweep failed", exc)
         return flagged, written
     finally:
         connections.close_all()
+
+
+def _log_failure(what: str, exc: Exception) -> None:
+    from tambo_project.problems import is_database_unavailable
+
+    if is_database_unavailable(exc):
+        # Expected during an outage, several times a second: one line, no trace.
+        log.warning("%s: database unavailable (%s)", what, type(exc).__name__)
+    else:
+        log.error(what, exc_info=exc)
 
 
 watcher = Watcher()
