@@ -47,21 +47,25 @@ async def run_end(*, thread, run, step, code: str, message: str) -> None:
     run_end_later(thread=thread, run=run, message_id=message_id, content=content, code=code, message=message)
 
 
-def run_end_later(*, thread, run, message_id: str | None, content: list[dict], code: str, message: str) -> None:
+def run_end_later(*, thread, run, message_id: str | None, content: list[dict], code: str, message: str,
+                  wait_first: bool = True) -> None:
     """Schedules recording the run as failed with `code`, storing `content` as the assistant message
-    `message_id` first. Must be called on the event loop; returns at once."""
+    `message_id` first (the first try after RETRY_INTERVAL unless `wait_first` is False). Must be
+    called on the event loop; returns at once."""
     task = asyncio.get_running_loop().create_task(
-        _retry(thread, run, message_id, content, code, message),
+        _retry(thread, run, message_id, content, code, message, wait_first),
         # Process-wide work: it must not keep the ending request's sync thread alive.
         context=contextvars.Context())
     _tasks.add(task)
     task.add_done_callback(_tasks.discard)
 
 
-async def _retry(thread, run, message_id, content, code, message) -> None:
+async def _retry(thread, run, message_id, content, code, message, wait_first: bool) -> None:
     deadline = time.monotonic() + settings.RUN_LEASE_SECONDS
     while True:
-        await asyncio.sleep(RETRY_INTERVAL)
+        if wait_first:
+            await asyncio.sleep(RETRY_INTERVAL)
+        wait_first = True
         try:
             await sync_to_async(_record_end, thread_sensitive=False)(thread, run, message_id, content, code, message)
             log.info("Run %s: its end was recorded after a database failure", run.id)
@@ -95,4 +99,5 @@ def start_abandoned(*, thread_id: str, run_id: str) -> None:
     from threads.models import Thread
 
     run_end_later(thread=Thread(id=thread_id), run=Run(id=run_id), message_id=None, content=[],
-                  code="SERVICE_UNAVAILABLE", message="The service was unavailable while the run started.")
+                  code="SERVICE_UNAVAILABLE", message="The service was unavailable while the run started.",
+                  wait_first=False)
