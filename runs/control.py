@@ -18,6 +18,7 @@ import asyncio
 import contextvars
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, AsyncIterator, Awaitable, TypeVar
 
 from asgiref.sync import sync_to_async
@@ -29,6 +30,8 @@ T = TypeVar("T")
 _DONE = object()
 _CANCELLED = object()
 _YIELD_EVERY = 16
+# The watcher's database work runs on one thread of its own, never on a request's (spec section 8).
+_WATCHER_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="run-watcher")
 CHECKPOINT_INTERVAL = 1.0  # seconds: the in-progress text of a run is checkpointed at most this often
 
 
@@ -188,7 +191,8 @@ class Watcher:
             due = self.controls[rid].checkpoint_due(now)
             if due is not None:
                 checkpoints[rid] = due
-        flagged, written = await sync_to_async(_tick_in_db, thread_sensitive=False)(run_ids, checkpoints)
+        flagged, written = await sync_to_async(_tick_in_db, thread_sensitive=False, executor=_WATCHER_THREAD)(
+            run_ids, checkpoints)
         for rid, (message_id, text) in (checkpoints.items() if written else ()):
             control = self.controls.get(rid)
             if control is not None:
@@ -213,11 +217,12 @@ def _renew_and_poll(run_ids: list[str]) -> list[str]:
 
 
 def _tick_in_db(run_ids: list[str], checkpoints: dict[str, tuple[str, str]]) -> tuple[list[str], bool]:
-    """The watcher's database work for one tick, on a worker thread; returns the runs flagged for
-    cancel and whether the checkpoints were written.
+    """The watcher's database work for one tick, on the watcher's own thread; returns the runs
+    flagged for cancel and whether the checkpoints were written.
 
-    Closes its connection at the end: no request ever starts or ends on this thread, so nothing else
-    would close it, nor one that a database outage broke (every later tick would fail on it).
+    Closes its connection at the end of every tick: no request ever starts or ends on this thread,
+    so nothing else would close a connection that an outage broke (every later tick would fail on
+    it), and an idle process holds none. With a connection pool that is a return to the pool.
     """
     from django.db import connections
 

@@ -8,7 +8,8 @@ Both are written by each process's watcher (runs/control.py), batched per tick:
   for longer than the lease) as idle with `lastRunError` RUN_LEASE_EXPIRED, fails the dead run and
   stores its checkpointed text as a cancelled assistant message. On PostgreSQL that is one statement
   (data-modifying CTEs) for all the threads; on SQLite, which has none, one IMMEDIATE transaction of a
-  few statements, still a fixed number per tick whatever the number of threads.
+  few statements, still a fixed number per tick whatever the number of threads. Either is preceded
+  by one read that finds whether anything expired at all.
 
 A checkpoint's message id is the id the client saw in TEXT_MESSAGE_START, the one the run itself
 stores when the step ends; whoever stores a checkpoint skips it when a message with that id exists,
@@ -62,11 +63,20 @@ def expired_sweep() -> int:
     """Records every expired lease as a failed run (see the module docstring); returns threads freed.
 
     Rows another transaction holds (a run taking the lease over, another process sweeping) are
-    skipped on PostgreSQL and left to whoever holds them.
+    skipped on PostgreSQL and left to whoever holds them. A read of the lease index comes first, so
+    a tick with nothing expired (nearly all of them) writes nothing and locks one table only: the
+    writing statement locks three, and doing that every tick in every process would take SQLite's
+    write lock for nothing and could deadlock against DDL or TRUNCATE on PostgreSQL.
     """
+    if not _expired(timezone.now()).exists():
+        return 0
     if connection.vendor == "postgresql":
         return _sweep_postgresql()
     return _sweep_portable()
+
+
+def _expired(now):
+    return Thread.objects.exclude(run_status=RunStatus.IDLE).filter(lease_expires_at__lt=now)
 
 
 def _sweep_postgresql() -> int:
@@ -112,8 +122,7 @@ def _sweep_postgresql() -> int:
 def _sweep_portable() -> int:
     now = timezone.now()
     with transaction.atomic():
-        dead = dict(Thread.objects.exclude(run_status=RunStatus.IDLE).filter(lease_expires_at__lt=now)
-                    .order_by("lease_expires_at").values_list("id", "current_run_id")[:SWEEP_BATCH])
+        dead = dict(_expired(now).order_by("lease_expires_at").values_list("id", "current_run_id")[:SWEEP_BATCH])
         if not dead:
             return 0
         Thread.objects.filter(id__in=list(dead)).update(
