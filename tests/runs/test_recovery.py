@@ -6,7 +6,7 @@ import asyncio
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -28,6 +28,8 @@ def project():
 
 
 def _locked_thread(project, run_id: str, expired: bool, partial: tuple[str, str] | None = None) -> Thread:
+    """A thread locked by `run_id`. Make it `expired` inside the test's own transaction: the watcher of
+    the session's server process sweeps this database too, and would otherwise record it first."""
     thread = services.thread_create(project=project, user_key="alice")
     lock_take(thread_id=thread.id, run_id=run_id, in_lock=lambda t: Run.objects.create(id=run_id, thread=t))
     if partial:
@@ -38,16 +40,16 @@ def _locked_thread(project, run_id: str, expired: bool, partial: tuple[str, str]
 
 
 def test_the_sweep_records_all_expired_threads_with_a_fixed_number_of_statements(project):
-    dead = [_locked_thread(project, f"run_dead{i}", expired=True, partial=(f"msg_dead{i}", f"seen {i}"))
-            for i in range(4)]
-    quiet = _locked_thread(project, "run_quiet", expired=True)  # died before any text
     live = _locked_thread(project, "run_live", expired=False, partial=("msg_live", "still going"))
-
-    with CaptureQueriesContext(connection) as queries:
-        assert expired_sweep() == 5
+    with transaction.atomic():
+        dead = [_locked_thread(project, f"run_dead{i}", expired=True, partial=(f"msg_dead{i}", f"seen {i}"))
+                for i in range(4)]
+        quiet = _locked_thread(project, "run_quiet", expired=True)  # died before any text
+        with CaptureQueriesContext(connection) as queries:
+            assert expired_sweep() == 5
     # A read finds that something expired; then PostgreSQL records them all in one statement. SQLite
-    # has no data-modifying CTEs: one transaction of three reads and three writes (BEGIN and COMMIT
-    # counted too), whatever the number of threads.
+    # has no data-modifying CTEs: three reads and three writes (in a savepoint here: the test's own
+    # transaction holds it), whatever the number of threads.
     assert len(queries) == (2 if connection.vendor == "postgresql" else 9), [q["sql"] for q in queries]
 
     for i, thread in enumerate(dead + [quiet]):
@@ -69,11 +71,12 @@ def test_the_sweep_records_all_expired_threads_with_a_fixed_number_of_statements
 
 
 def test_the_sweep_does_not_store_a_checkpoint_whose_message_was_stored(project):
-    thread = _locked_thread(project, "run_d", expired=True, partial=("msg_done", "partial"))
-    services.message_create(thread=thread, role=Message.Role.ASSISTANT,
-                            content=[{"type": "text", "text": "the whole step"}], run_id="run_d",
-                            message_id="msg_done")
-    expired_sweep()
+    with transaction.atomic():
+        thread = _locked_thread(project, "run_d", expired=True, partial=("msg_done", "partial"))
+        services.message_create(thread=thread, role=Message.Role.ASSISTANT,
+                                content=[{"type": "text", "text": "the whole step"}], run_id="run_d",
+                                message_id="msg_done")
+        assert expired_sweep() == 1
     (message,) = thread.messages.filter(role=Message.Role.ASSISTANT)
     assert message.content == [{"type": "text", "text": "the whole step"}] and not message.is_cancelled
 
@@ -89,11 +92,12 @@ def test_the_checkpoints_of_many_runs_are_written_in_one_statement(project):
 
 
 def test_a_run_whose_lease_expired_is_not_active_and_cannot_be_cancelled(project):
-    thread = _locked_thread(project, "run_gone", expired=True)
-    assert not lock_request_cancel(thread_id=thread.id, run_id="run_gone")
-    assert not Run.objects.get(id="run_gone").cancel_requested
-    thread.refresh_from_db()
-    assert thread.current_run_id == "run_gone"  # nothing freed: that is the sweep's or the next run's job
+    with transaction.atomic():
+        thread = _locked_thread(project, "run_gone", expired=True)
+        assert not lock_request_cancel(thread_id=thread.id, run_id="run_gone")
+        assert not Run.objects.get(id="run_gone").cancel_requested
+        thread.refresh_from_db()
+        assert thread.current_run_id == "run_gone"  # nothing freed: that is the sweep's or the next run's job
 
 
 def test_a_thread_whose_lease_expired_reads_idle_before_anyone_records_it(project):
