@@ -37,7 +37,7 @@ async def advance(started: StartedRun, control: RunControl, provider: Provider) 
     """The run's events, from RUN_STARTED to exactly one RUN_FINISHED or RUN_ERROR.
 
     Whatever escapes the loop itself (typically the database failing while the loop records how the
-    run ended, or a failure the consumer throws in at a yield: see runs/views.py) still ends the
+    run ended, or a failure the consumer throws in at a yield: see runs/guard.py) still ends the
     stream with RUN_ERROR, and the run is recorded as failed with the unsaved step stored and its
     lock released: at once if the database answers, else in the background (runs/settle.py).
     """
