@@ -90,3 +90,21 @@ def test_a_run_whose_start_fails_after_taking_the_lock_frees_the_thread(key, pro
     _assert_503(asyncio.run(post_then_wait_for_idle()))
     thread.refresh_from_db()
     assert thread.current_run_id is None and thread.last_run_error["code"] == "SERVICE_UNAVAILABLE"
+
+
+def test_a_database_error_in_the_gateway_answers_503_in_openai_shape(key, monkeypatch):
+    from runs.gateway import views as gateway_views
+
+    async def unavailable(request):
+        raise OperationalError("the server closed the connection")
+
+    monkeypatch.setattr(gateway_views, "_principal", unavailable)
+
+    async def post():
+        return await AsyncClient().post("/api/chat/completions", {"messages": [{"role": "user", "content": "hi"}]},
+                                        content_type="application/json", headers={"x-api-key": key})
+
+    response = asyncio.run(post())
+    assert response.status_code == 503, response.content
+    assert response.json()["error"]["code"] == "service_unavailable"
+    assert int(response["Retry-After"]) > 0
