@@ -52,13 +52,15 @@ async def advance(started: StartedRun, control: RunControl, provider: Provider) 
         if ended:
             return
         code, message = _failure_code(exc)
+        was_cancelled = control.cancelled  # the failure came while storing a cancel
         control.cancel("failed")  # stops the model call or tool in flight at once
         try:
             await inner.aclose()
         except Exception:  # noqa: BLE001 - the run is being ended anyway
             log.warning("Run %s: closing the loop failed", started.run.id, exc_info=True)
         control.settled = True
-        await settle.run_end(thread=started.thread, run=started.run, step=control.step, code=code, message=message)
+        await settle.run_end(thread=started.thread, run=started.run, step=control.step, code=code, message=message,
+                             cancelled=was_cancelled)
         yield RunErrorEvent(message=message, code=code, category="server_error", isRetryable=True)
 
 

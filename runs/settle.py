@@ -14,6 +14,8 @@ import asyncio
 import contextvars
 import logging
 import time
+from dataclasses import dataclass
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -29,8 +31,9 @@ RETRY_INTERVAL = 1.0
 _tasks: set[asyncio.Task] = set()  # strong references, so the loop does not drop them mid-retry
 
 
-async def run_end(*, thread, run, step, code: str, message: str) -> None:
-    """Records the run as failed with `code`, storing the unsaved `step` (runs/step.py, or None) first.
+async def run_end(*, thread, run, step, code: str, message: str, cancelled: bool = False) -> None:
+    """Records the run as failed with `code`, storing the unsaved `step` (runs/step.py, or None) first
+    (with `isCancelled` when the run was being cancelled).
 
     Tries once at once; if the database does not answer, hands the work to a background task and
     returns (the caller tells its client now). Never raises.
@@ -39,65 +42,77 @@ async def run_end(*, thread, run, step, code: str, message: str) -> None:
     if step is not None:
         step.cancel()  # components keep the props seen so far
         message_id, content = step.message_id, step.content()
+    end = _End(thread, run, message_id, content, cancelled, code, message)
     try:
-        await sync_to_async(_record_end, thread_sensitive=False)(thread, run, message_id, content, code, message)
+        await sync_to_async(_record_end, thread_sensitive=False)(end)
         return
     except Exception:  # noqa: BLE001 - retried in the background
         log.warning("Run %s: could not record its end yet; retrying in the background", run.id)
-    run_end_later(thread=thread, run=run, message_id=message_id, content=content, code=code, message=message)
+    _schedule(end, wait_first=True)
 
 
-def run_end_later(*, thread, run, message_id: str | None, content: list[dict], code: str, message: str,
-                  wait_first: bool = True) -> None:
-    """Schedules recording the run as failed with `code`, storing `content` as the assistant message
-    `message_id` first (the first try after RETRY_INTERVAL unless `wait_first` is False). Must be
-    called on the event loop; returns at once."""
+@dataclass(frozen=True)
+class _End:
+    """How a run ended, to be recorded: the unsaved step (`content` under `message_id`) and the failure."""
+
+    thread: Any
+    run: Any
+    message_id: str | None
+    content: list[dict]
+    cancelled: bool
+    code: str
+    message: str
+
+
+def _schedule(end: _End, *, wait_first: bool) -> None:
+    """Records `end` in a background task (the first try after RETRY_INTERVAL unless `wait_first` is
+    False). Must be called on the event loop; returns at once."""
     task = asyncio.get_running_loop().create_task(
-        _retry(thread, run, message_id, content, code, message, wait_first),
+        _retry(end, wait_first),
         # Process-wide work: it must not keep the ending request's sync thread alive.
         context=contextvars.Context())
     _tasks.add(task)
     task.add_done_callback(_tasks.discard)
 
 
-async def _retry(thread, run, message_id, content, code, message, wait_first: bool) -> None:
+async def _retry(end: _End, wait_first: bool) -> None:
     deadline = time.monotonic() + settings.RUN_LEASE_SECONDS
     while True:
         if wait_first:
             await asyncio.sleep(RETRY_INTERVAL)
         wait_first = True
         try:
-            await sync_to_async(_record_end, thread_sensitive=False)(thread, run, message_id, content, code, message)
-            log.info("Run %s: its end was recorded after a database failure", run.id)
+            await sync_to_async(_record_end, thread_sensitive=False)(end)
+            log.info("Run %s: its end was recorded after a database failure", end.run.id)
             return
         except Exception:  # noqa: BLE001 - retried until the lease would have run out
             if time.monotonic() + RETRY_INTERVAL >= deadline:
-                log.error("Run %s: could not record its end; the expiry sweep will", run.id)
+                log.error("Run %s: could not record its end; the expiry sweep will", end.run.id)
                 return
 
 
-def _record_end(thread, run, message_id, content, code, message) -> None:
+def _record_end(end: _End) -> None:
     """Stores the step (if it is not stored) and releases the lock as failed, in one transaction.
 
-    Runs on a worker thread of its own and closes its connection whatever happens: a connection the
-    outage broke would fail every retry, and no request ever ends on this thread to close it.
+    Runs on a worker thread and closes its connection whatever happens: a connection the outage
+    broke would fail every retry, and no request ever ends on this thread to close it.
     """
     try:
         with transaction.atomic():
-            if message_id and content and not Message.objects.filter(id=message_id).exists():
-                thread_services.message_create(thread=thread, role=Message.Role.ASSISTANT, content=content,
-                                               run_id=run.id, message_id=message_id)
-            services.run_failed(thread=thread, run=run, code=code, message=message)
+            if end.message_id and end.content and not Message.objects.filter(id=end.message_id).exists():
+                thread_services.message_create(thread=end.thread, role=Message.Role.ASSISTANT, content=end.content,
+                                               run_id=end.run.id, message_id=end.message_id,
+                                               is_cancelled=end.cancelled)
+            services.run_failed(thread=end.thread, run=end.run, code=end.code, message=end.message)
     finally:
         connections.close_all()
 
 
 def start_abandoned(*, thread_id: str, run_id: str) -> None:
     """The lock was taken but starting the run failed after it (the database went away): record the
-    run as failed in the background so the thread is freed as soon as the database answers."""
+    run as failed in the background, trying at once, so the thread is freed as soon as it can be."""
     from runs.models import Run
     from threads.models import Thread
 
-    run_end_later(thread=Thread(id=thread_id), run=Run(id=run_id), message_id=None, content=[],
-                  code="SERVICE_UNAVAILABLE", message="The service was unavailable while the run started.",
-                  wait_first=False)
+    _schedule(_End(Thread(id=thread_id), Run(id=run_id), None, [], False, "SERVICE_UNAVAILABLE",
+                   "The service was unavailable while the run started."), wait_first=False)
