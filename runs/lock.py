@@ -19,25 +19,28 @@ from django.db import transaction
 from django.utils import timezone
 
 from runs.models import Run
+from runs.recovery import DEAD_RUN_MESSAGE, partial_store
 from tambo_project.problems import Problem
-from threads.models import RunStatus, Thread
-
-LEASE_EXPIRED_CODE = "RUN_LEASE_EXPIRED"
+from threads.models import LEASE_EXPIRED_CODE, LEASE_EXPIRED_ERROR, RunStatus, Thread
 
 
 def _lease_deadline():
     return timezone.now() + timedelta(seconds=settings.RUN_LEASE_SECONDS)
 
 
+FINAL_RUN_STATUSES = (Run.Status.COMPLETED, Run.Status.CANCELLED, Run.Status.FAILED)
+
+
 def _fail_dead_run(thread: Thread) -> None:
-    """Records the run of an expired lease as failed. Caller holds the thread's row lock."""
+    """Records the run of an expired lease as failed and stores its checkpointed text as a
+    cancelled assistant message (spec section 14). Caller holds the thread's row lock."""
     now = timezone.now()
-    Run.objects.filter(id=thread.current_run_id).exclude(
-        status__in=[Run.Status.COMPLETED, Run.Status.CANCELLED, Run.Status.FAILED]
-    ).update(status=Run.Status.FAILED, error_code=LEASE_EXPIRED_CODE,
-             error_message="The server process running this run stopped responding.", finished_at=now)
-    thread.last_run_error = {"code": LEASE_EXPIRED_CODE,
-                             "message": "The previous run stopped responding and was abandoned."}
+    dead = Run.objects.filter(id=thread.current_run_id).exclude(status__in=FINAL_RUN_STATUSES).first()
+    if dead is not None:
+        Run.objects.filter(id=dead.id).update(status=Run.Status.FAILED, error_code=LEASE_EXPIRED_CODE,
+                                              error_message=DEAD_RUN_MESSAGE, finished_at=now)
+        partial_store(thread=thread, run=dead)
+    thread.last_run_error = dict(LEASE_EXPIRED_ERROR)
     thread.last_run_cancelled = None
 
 
@@ -115,8 +118,11 @@ def lock_release(*, thread_id: str, run_id: str, run_status: str, thread_fields:
 
 
 def lock_request_cancel(*, thread_id: str, run_id: str) -> bool:
-    """Flags the active run for cancellation; the process streaming it sees the flag (runs/watcher.py)."""
-    held = Thread.objects.filter(pk=thread_id, current_run_id=run_id).exclude(run_status=RunStatus.IDLE).exists()
+    """Flags the active run for cancellation; the process streaming it sees the flag (runs/control.py).
+
+    A run whose lease expired is not active: False, and nothing is flagged or freed."""
+    held = Thread.objects.filter(pk=thread_id, current_run_id=run_id, lease_expires_at__gt=timezone.now()).exclude(
+        run_status=RunStatus.IDLE).exists()
     if not held:
         return False
     Run.objects.filter(id=run_id).update(cancel_requested=True)

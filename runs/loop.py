@@ -8,7 +8,6 @@ is open while the model or a tool runs.
 """
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any, AsyncIterator
 
@@ -16,62 +15,59 @@ from ag_ui.core import BaseEvent, CustomEvent, RunErrorEvent, RunFinishedEvent, 
 from ag_ui.core import RunStartedEvent, ToolCallResultEvent
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import close_old_connections
 
-from runs import services
+from runs import services, settle
 from runs.control import RunCancelled, RunControl
 from runs.history import build_model_messages, component_result_text
 from runs.lock import LEASE_EXPIRED_CODE, lock_mark_streaming
 from runs.providers.base import ModelError, ModelRequest, Provider, StepEnd
 from runs.services import StartedRun, call_signature
 from runs.step import Call, Step
+from tambo_project.problems import is_database_unavailable
 from tools.toolbox import ToolResult, Toolbox, build_toolbox, error_result, load_mcp_tools, mcp_configs
 
 log = logging.getLogger(__name__)
 
 MAX_STEPS = 50
 LIMIT_NOTE = " Answer the user now without calling more tools."
-CRASH_RELEASE_DELAYS = (0.0, 0.5, 2.0)  # seconds before each try to record a crashed run as failed
+UNAVAILABLE_CODE = "SERVICE_UNAVAILABLE"  # the database went away during the run (retryable)
 
 
 async def advance(started: StartedRun, control: RunControl, provider: Provider) -> AsyncIterator[BaseEvent]:
     """The run's events, from RUN_STARTED to exactly one RUN_FINISHED or RUN_ERROR.
 
     Whatever escapes the loop itself (typically the database failing while the loop records how the
-    run ended) still ends the stream with RUN_ERROR INTERNAL_ERROR, and the run is recorded as failed
-    and its lock released, retrying briefly; if the database stays away, the lease expires instead.
+    run ended, or a failure the consumer throws in at a yield: see runs/guard.py) still ends the
+    stream with RUN_ERROR, and the run is recorded as failed with the unsaved step stored and its
+    lock released: at once if the database answers, else in the background (runs/settle.py).
     """
     ended = False
+    inner = _advance(started, control, provider)
     try:
-        async for event in _advance(started, control, provider):
+        async for event in inner:
             ended = ended or isinstance(event, (RunFinishedEvent, RunErrorEvent))
             yield event
-    except Exception:
+    except Exception as exc:
         log.exception("Run %s failed while ending", started.run.id)
         if ended:
             return
-        await _fail_after_crash(started)
-        control.settled = True
-        yield RunErrorEvent(message="An internal error occurred.", code="INTERNAL_ERROR", category="server_error",
-                            isRetryable=True)
-
-
-async def _fail_after_crash(started: StartedRun) -> None:
-    for delay in CRASH_RELEASE_DELAYS:
-        await asyncio.sleep(delay)
+        code, message = _failure_code(exc)
+        was_cancelled = control.cancelled  # the failure came while storing a cancel
+        control.cancel("failed")  # stops the model call or tool in flight at once
         try:
-            await sync_to_async(_run_failed_fresh)(started)
-            return
-        except Exception:  # noqa: BLE001 - retried; the lease is the last resort
-            log.warning("Run %s: could not record the failure yet", started.run.id)
-    log.error("Run %s: could not release its lock; it is freed when its lease expires", started.run.id)
+            await inner.aclose()
+        except Exception:  # noqa: BLE001 - the run is being ended anyway
+            log.warning("Run %s: closing the loop failed", started.run.id, exc_info=True)
+        control.settled = True
+        await settle.run_end(thread=started.thread, run=started.run, step=control.step, code=code, message=message,
+                             cancelled=was_cancelled)
+        yield RunErrorEvent(message=message, code=code, category="server_error", isRetryable=True)
 
 
-def _run_failed_fresh(started: StartedRun) -> None:
-    # A connection broken by the outage would fail every retry: drop it so Django opens a new one.
-    close_old_connections()
-    services.run_failed(thread=started.thread, run=started.run, code="INTERNAL_ERROR",
-                        message="An internal error occurred.")
+def _failure_code(exc: BaseException) -> tuple[str, str]:
+    if is_database_unavailable(exc):
+        return UNAVAILABLE_CODE, "The service became unavailable during the run."
+    return "INTERNAL_ERROR", "An internal error occurred."
 
 
 async def _advance(started: StartedRun, control: RunControl, provider: Provider) -> AsyncIterator[BaseEvent]:
@@ -87,12 +83,13 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
         for _ in range(MAX_STEPS):
             persisted = None  # a cancel from here on leaves the previous, finished step alone
             control.check()
-            step = Step(message_id=services.new_message_id(), toolbox=toolbox)
+            step = control.step = Step(message_id=services.new_message_id(), toolbox=toolbox)
             async for event in _model_step(step, messages, started, provider, control):
                 yield event
             await sync_to_async(services.step_persist)(thread=thread, run=run, message_id=step.message_id,
                                                        content=step.content(), cancelled=False, usage=run.usage)
             persisted, step = step, None
+            control.step = None  # stored: nothing left to checkpoint or to store after a crash
             messages.append(persisted.model_message())
             pending: list[Call] = []
             async for event in _resolve_calls(started, persisted, toolbox, counts, control, messages, pending):
@@ -113,10 +110,10 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
     except ModelError as exc:
         async for event in _end_failed(started, control, step, exc.code, exc.message, exc.category, exc.retryable):
             yield event
-    except Exception:
+    except Exception as exc:
         log.exception("Run %s failed", run.id)
-        async for event in _end_failed(started, control, step, "INTERNAL_ERROR", "An internal error occurred.",
-                                       "server_error", True):
+        code, message = _failure_code(exc)
+        async for event in _end_failed(started, control, step, code, message, "server_error", True):
             yield event
 
 

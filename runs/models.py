@@ -33,6 +33,10 @@ class Run(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     # Token counts summed over the run's model steps, as the provider reported them (None: it did not).
     usage = models.JSONField(null=True, blank=True)
+    # The in-progress assistant message as last checkpointed by the streaming process's watcher
+    # (runs/recovery.py), so a process that dies does not take the text its client saw with it.
+    partial_message_id = models.CharField(max_length=40, null=True, blank=True)
+    partial_text = models.TextField(null=True, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["thread", "created_at"], name="run_thread_idx")]

@@ -32,6 +32,15 @@ class StartedRun:
     identical_counts: dict[str, int] = field(default_factory=dict)
 
 
+class StartAbandoned(Exception):
+    """Starting a run failed after its lock was taken and committed (the database went away); the
+    caller owns the lock and must have the run recorded as failed (runs/settle.py)."""
+
+    def __init__(self, *, thread_id: str, run_id: str):
+        super().__init__(run_id)
+        self.thread_id, self.run_id = thread_id, run_id
+
+
 def _tool_results(body: wire.CreateRunBody) -> dict[str, wire.InToolResultBlock]:
     # Duplicates by toolUseId collapse, the last one wins (spec section 3, check 4).
     return {b.tool_use_id: b for b in body.message.content if isinstance(b, wire.InToolResultBlock)}
@@ -90,7 +99,11 @@ def run_start(*, principal: Principal, body: wire.CreateRunBody, thread_id: str 
 
         thread = lock_take(thread_id=thread.id, run_id=run.id, in_lock=in_lock)
     thread.project = principal.project  # the loop reads it from async code: no lazy loads there
-    history = selectors.messages_all(thread=thread)
+    try:
+        history = selectors.messages_all(thread=thread)
+    except Exception as exc:
+        # The lock is ours now, and no run will ever end it: the caller must release it.
+        raise StartAbandoned(thread_id=thread.id, run_id=run.id) from exc
     started = StartedRun(thread=thread, run=run, body=body, history=history, created_thread=created)
     _count_turn_tool_calls(started)
     return started

@@ -16,13 +16,14 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
 from clientsdk import types as wire
-from runs import services
+from runs import services, settle
 from runs.control import RunControl, watcher
 from runs.loop import advance
 from runs.providers import get_provider
-from runs.sse import SSE_HEADERS, encode_event
+from runs.guard import encode_into
+from runs.sse import SSE_HEADERS
 from tambo_project.auth import aresolve_principal
-from tambo_project.problems import Problem, response_for, validation_error
+from tambo_project.problems import Problem, is_database_unavailable, response_for, unavailable, validation_error
 from tambo_project.validation import parse_body
 
 log = logging.getLogger(__name__)
@@ -78,22 +79,39 @@ def stream_run(started: services.StartedRun, adapt=None) -> StreamingHttpRespons
     return response
 
 
+def _abandoned(abandoned: services.StartAbandoned) -> Problem:
+    """The lock was taken but the run could not start: free the thread as soon as the database lets us,
+    and tell the client why (503 when the database is away)."""
+    log.warning("Run %s could not start after taking its lock", abandoned.run_id, exc_info=abandoned.__cause__)
+    settle.start_abandoned(thread_id=abandoned.thread_id, run_id=abandoned.run_id)
+    if is_database_unavailable(abandoned.__cause__):
+        return unavailable()
+    return Problem(500, "INTERNAL_ERROR", "An internal error occurred.")
+
+
 _orphans: set[asyncio.Task] = set()  # strong references, so the loop does not drop them mid-run
 
 
 async def run_start_shielded(start_run, **kwargs) -> services.StartedRun:
     """`start_run(**kwargs)` (services.run_start, or the AG-UI one), which takes the lock. If the client
     leaves meanwhile (this coroutine is cancelled), the run it started is cancelled through the normal
-    path once the lock is taken, so the thread is idle again at once instead of when the lease expires."""
+    path once the lock is taken, so the thread is idle again at once instead of when the lease expires.
+    A start that failed after taking the lock is raised as a Problem, its lock released (`_abandoned`)."""
     start = asyncio.ensure_future(sync_to_async(start_run)(**kwargs))
     try:
         return await asyncio.shield(start)
+    except services.StartAbandoned as abandoned:
+        raise _abandoned(abandoned) from abandoned
     except asyncio.CancelledError:
         start.add_done_callback(_cancel_orphan)
         raise
 
 
 def _cancel_orphan(start: asyncio.Future) -> None:
+    if not start.cancelled() and isinstance(start.exception(), services.StartAbandoned):
+        abandoned = start.exception()
+        settle.start_abandoned(thread_id=abandoned.thread_id, run_id=abandoned.run_id)
+        return
     if start.cancelled() or start.exception() is not None:
         return  # a rejected request took no lock
     started = start.result()
@@ -117,8 +135,7 @@ async def _produce(events, queue: asyncio.Queue, control: RunControl, reading: a
                 await asyncio.wait_for(reading.wait(), READ_START_TIMEOUT)
             except asyncio.TimeoutError:
                 control.cancel("disconnected")
-        async for event in events:
-            queue.put_nowait(encode_event(event))
+        await encode_into(events, queue.put_nowait)
     finally:
         queue.put_nowait(_END)
         watcher.unregister(control)

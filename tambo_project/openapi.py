@@ -67,6 +67,8 @@ _PROBLEM_DESCRIPTIONS = {
     "409": "The thread has an active run (`CONCURRENT_RUN` or `RUN_ACTIVE`, with `currentRunId`).",
     "413": "The body is larger than the server's limit (`PAYLOAD_TOO_LARGE`).",
     "500": "An unexpected error (`INTERNAL_ERROR`); the body carries no details.",
+    "503": "The database is unavailable or out of connections (`SERVICE_UNAVAILABLE`); retry after the "
+           "`Retry-After` header's seconds.",
 }
 
 AG_UI_EVENTS = """\
@@ -99,7 +101,11 @@ _STREAM_EXAMPLE = (
 
 
 def _problem(status: str) -> dict[str, Any]:
-    return {"description": _PROBLEM_DESCRIPTIONS[status], "content": {PROBLEM_CONTENT_TYPE: {"schema": PROBLEM_REF}}}
+    answer = {"description": _PROBLEM_DESCRIPTIONS[status], "content": {PROBLEM_CONTENT_TYPE: {"schema": PROBLEM_REF}}}
+    if status == "503":
+        answer["headers"] = {"Retry-After": {"description": "Seconds to wait before retrying.",
+                                             "schema": {"type": "integer"}}}
+    return answer
 
 
 def _add_model(components: dict[str, Any], model: type[BaseModel]) -> dict[str, str]:
@@ -134,7 +140,7 @@ def _run_operation(operation_id: str, summary: str, body_ref: dict, headers: dic
                 "headers": headers,
                 "content": {"text/event-stream": {"schema": {"type": "string"}, "example": _STREAM_EXAMPLE}},
             },
-            **{status: _problem(status) for status in ("400", "401", "404", "409", "413", "500")},
+            **{status: _problem(status) for status in ("400", "401", "404", "409", "413", "500", "503")},
         },
     }
 
@@ -181,6 +187,7 @@ def _run_paths(components: dict[str, Any]) -> dict[str, Any]:
                                        "not the thread's active run (`RUN_NOT_FOUND`).",
                         "content": {PROBLEM_CONTENT_TYPE: {"schema": PROBLEM_REF}}},
                 "500": _problem("500"),
+                "503": _problem("503"),
             },
         }},
     }
@@ -248,7 +255,7 @@ def _problem_statuses(path: str, method: str) -> list[str]:
         statuses.append("409")
     if method in ("post", "patch"):
         statuses.append("413")
-    return statuses + ["500"]
+    return statuses + ["500", "503"]
 
 
 def postprocess_v1_schema(result: dict[str, Any], generator, request, public) -> dict[str, Any]:

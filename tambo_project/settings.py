@@ -46,6 +46,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "tambo_project.middleware.ProblemMiddleware",
+    "runs.middleware.RunWatcherMiddleware",
 ]
 
 ROOT_URLCONF = "tambo_project.urls"

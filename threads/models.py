@@ -100,6 +100,11 @@ class RunStatus(models.TextChoices):
     STREAMING = "streaming"
 
 
+# How a run whose process stopped renewing its lease is shown and recorded (spec section 14).
+LEASE_EXPIRED_CODE = "RUN_LEASE_EXPIRED"
+LEASE_EXPIRED_ERROR = {"code": LEASE_EXPIRED_CODE, "message": "The previous run stopped responding and was abandoned."}
+
+
 class Thread(models.Model):
     id = models.CharField(primary_key=True, max_length=40, default=_thread_id, editable=False)
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="threads")
@@ -141,6 +146,11 @@ class Thread(models.Model):
         """A run holds the lock and its lease has not expired (an expired one may be taken over)."""
         return (self.run_status != RunStatus.IDLE and self.lease_expires_at is not None
                 and self.lease_expires_at > timezone.now())
+
+    @property
+    def has_dead_run(self) -> bool:
+        """A run holds the lock but its lease expired: its process died or lost the database."""
+        return self.run_status != RunStatus.IDLE and not self.has_live_run
 
 
 class Message(models.Model):

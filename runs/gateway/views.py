@@ -34,7 +34,7 @@ from runs.providers import get_provider
 from runs.providers.base import Delta, ModelError, StepEnd
 from runs.sse import SSE_HEADERS
 from tambo_project.auth import Principal, aresolve_principal
-from tambo_project.problems import Problem
+from tambo_project.problems import Problem, is_database_unavailable, unavailable
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +63,13 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
         first = await _first(deltas)
     except GatewayError as error:
         return error.response()
-    except Exception:
+    except Exception as exc:
         # Not ProblemMiddleware's problem+json: callers of this path expect OpenAI's shape.
+        if is_database_unavailable(exc):
+            log.warning("gateway: database unavailable (%s)", type(exc).__name__)
+            problem = unavailable()
+            return openai_error_response(503, problem.detail, SERVER_ERROR, "service_unavailable",
+                                         retry_after=problem.extra["retryAfter"])
         log.exception("gateway: the request failed")
         return openai_error_response(500, MSG_INTERNAL, SERVER_ERROR, "internal_error")
     encoder = ChunkEncoder(model=route.alias, include_usage=chat.include_usage)
