@@ -49,7 +49,11 @@ def wait_for_idle_threads(timeout: float = 15.0) -> None:
     from threads.models import RunStatus, Thread
 
     deadline = time.monotonic() + timeout
-    while Thread.objects.exclude(run_status=RunStatus.IDLE).exists() and time.monotonic() < deadline:
+    while Thread.objects.exclude(run_status=RunStatus.IDLE).exists():
+        if time.monotonic() >= deadline:
+            busy = list(Thread.objects.exclude(run_status=RunStatus.IDLE).values_list("id", "run_status"))
+            # A run that never ends is a bug worth a failure, and flushing under it would race its writes.
+            pytest.fail(f"threads still busy {timeout} s after the test: {busy}")
         time.sleep(0.05)
 
 
