@@ -31,6 +31,10 @@ from tambo_project.problems import Problem
 
 MAX_JSON_DEPTH = 64
 MAX_SAFE_INTEGER = 2**53 - 1
+# How deep the standard library's (recursive) parser may go on the exact path: far below Python's
+# recursion limit of 1,000, and deep enough that a body over MAX_JSON_DEPTH is still parsed and
+# refused with the path of the field where it went too deep.
+_EXACT_PARSE_DEPTH = 256
 
 # Any integer beyond MAX_SAFE_INTEGER has 16 digits or more. orjson silently turns such integers
 # into floats, so a body that holds a run of 16 digits takes the exact (slower) path instead.
@@ -139,23 +143,23 @@ def _loads_exact(raw: bytes) -> Any:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError("body", "The request body is not valid UTF-8.") from None
-    if _too_deep(text):
+    if _too_deep(text, _EXACT_PARSE_DEPTH):
         raise InputError("body", f"The request body is nested deeper than {MAX_JSON_DEPTH} levels.")
     try:
         return json.loads(text, parse_int=_parse_int, parse_constant=lambda _: _NON_FINITE)
     except json.JSONDecodeError as error:
         raise InputError("body", "The request body is not valid JSON.", line=error.lineno,
                          column=error.colno) from None
-    except RecursionError:  # not reachable after _too_deep; kept so a miscount is still a 400
+    except RecursionError:  # not reachable after _too_deep; kept so that a miscount is still a 400
         raise InputError("body", f"The request body is nested deeper than {MAX_JSON_DEPTH} levels.") from None
 
 
-def _too_deep(text: str) -> bool:
-    """Whether the brackets outside strings nest deeper than MAX_JSON_DEPTH, counted without recursion."""
+def _too_deep(text: str, limit: int) -> bool:
+    """Whether the brackets outside strings nest deeper than `limit`, counted without recursion."""
     depth = 0
     for bracket in _BRACKET.finditer(_JSON_STRING.sub("", text)):
         depth += 1 if bracket.group() in "[{" else -1
-        if depth > MAX_JSON_DEPTH:
+        if depth > limit:
             return True
     return False
 

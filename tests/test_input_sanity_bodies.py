@@ -173,3 +173,17 @@ def test_a_lone_surrogate_in_run_text_is_refused_before_the_stream_starts(api):
     ok = api.post("/v1/threads/runs", {"userKey": "alice", "message": {"role": "user", "content": _text("hi")}},
                   stream=True)
     assert read_events(ok)[-1]["type"] == "RUN_FINISHED"
+
+
+@pytest.mark.both_dbs
+@pytest.mark.parametrize("route", [r for r in ROUTES if r.name.startswith("run")], ids=lambda r: r.name)
+def test_an_empty_previous_run_id_on_a_thread_without_runs_is_refused_not_stored(api, route):
+    # Found by bin/fuzz: "" passed the check and failed the foreign key at the commit (500).
+    thread_id, path, snapshot = _arrange(api, route)
+    before = snapshot()
+
+    response = api.post(path, {**route.body, "previousRunId": ""})
+
+    assert_problem(response, 400, "INVALID_PREVIOUS_RUN")
+    assert snapshot() == before
+    _assert_still_usable(api, route, path, thread_id)
