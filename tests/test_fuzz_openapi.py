@@ -21,7 +21,7 @@ from schemathesis.checks import not_a_server_error
 pytestmark = pytest.mark.django_db(transaction=True)
 
 USER_KEY = "fuzz"
-# Per operation and generation mode, besides the examples and coverage phases' own cases (about
+# Per operation, besides the examples and coverage phases' own cases (about
 # 1,500 requests in all, under a minute). bin/fuzz raises it through the environment.
 EXAMPLES_PER_OPERATION = int(os.environ.get("TAMBO_FUZZ_EXAMPLES", "5"))
 SEED = int(os.environ.get("TAMBO_FUZZ_SEED", "20261201"))
