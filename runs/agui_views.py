@@ -14,8 +14,9 @@ from django.views.decorators.http import require_http_methods
 
 from runs.agui import agui_events
 from runs.agui_services import agui_run_start
-from runs.views import _json_body, run_start_shielded, stream_run
+from runs.views import run_start_shielded, stream_run
 from tambo_project.auth import aresolve_principal
+from tambo_project.input_guard import request_json
 from tambo_project.problems import Problem, response_for
 from tambo_project.validation import parse_body
 
@@ -25,7 +26,7 @@ from tambo_project.validation import parse_body
 async def agui_run(request: HttpRequest) -> HttpResponse:
     try:
         principal = await aresolve_principal(request)
-        run_input = parse_body(RunAgentInput, _json_body(request))
+        run_input = parse_body(RunAgentInput, request_json(request))
         started = await run_start_shielded(agui_run_start, principal=principal, run_input=run_input)
     except Problem as problem:
         return response_for(problem, request.path)

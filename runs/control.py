@@ -19,7 +19,7 @@ import contextvars
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, AsyncIterator, Awaitable, TypeVar
+from typing import AsyncIterator, Awaitable, TypeVar
 
 from asgiref.sync import sync_to_async
 from django.conf import settings

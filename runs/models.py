@@ -1,6 +1,5 @@
 """Runs: one model-driven turn of a thread, from the request that starts it to its last event."""
 from django.db import models
-from django.utils import timezone
 
 from tambo_project.clock import now_unique
 from tambo_project.ids import new_id

@@ -51,7 +51,8 @@ def _check_previous_run(thread: Thread, body: wire.CreateRunBody) -> None:
         raise Problem(400, "INVALID_PREVIOUS_RUN",
                       "previousRunId must be the id of the thread's last completed run.",
                       lastCompletedRunId=thread.last_completed_run_id)
-    if not thread.last_completed_run_id and body.previous_run_id:
+    # `is not None`: an empty previousRunId names no run either, and stored it would break the foreign key.
+    if not thread.last_completed_run_id and body.previous_run_id is not None:
         raise Problem(400, "INVALID_PREVIOUS_RUN", "The thread has no completed run to continue.")
 
 

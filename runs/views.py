@@ -7,7 +7,6 @@ cancelled (unless it already paused for client tools) and still stored and unloc
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 
 from asgiref.sync import sync_to_async
@@ -23,18 +22,12 @@ from runs.providers import get_provider
 from runs.guard import encode_into
 from runs.sse import SSE_HEADERS
 from tambo_project.auth import aresolve_principal
-from tambo_project.problems import Problem, is_database_unavailable, response_for, unavailable, validation_error
+from tambo_project.input_guard import request_json
+from tambo_project.problems import Problem, is_database_unavailable, response_for, unavailable
 from tambo_project.validation import parse_body
 
 log = logging.getLogger(__name__)
 _END = object()
-
-
-def _json_body(request: HttpRequest) -> object:
-    try:
-        return json.loads(request.body or b"null")
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise validation_error("The request body is not valid JSON.", field="body") from None
 
 
 @csrf_exempt
@@ -53,7 +46,7 @@ async def _start(request: HttpRequest, thread_id: str | None) -> HttpResponse:
     try:
         principal = await aresolve_principal(request)
         model = wire.CreateThreadWithRunBody if thread_id is None else wire.CreateRunBody
-        body = parse_body(model, _json_body(request))
+        body = parse_body(model, request_json(request))
         started = await run_start_shielded(services.run_start, principal=principal, body=body, thread_id=thread_id)
     except Problem as problem:
         return response_for(problem, request.path)

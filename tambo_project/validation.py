@@ -38,22 +38,9 @@ def _field_path(loc: tuple, data: object = None) -> str:
     return "".join(parts) or "body"
 
 
-def _has_nul(value: object) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_nul(v) for v in value)
-    return False
-
-
 def parse_body(model: type[M], data: object) -> M:
     if not isinstance(data, dict):
         raise validation_error("The request body must be a JSON object.", field="body")
-    # PostgreSQL cannot store NUL in text or JSON; refuse it here rather than fail at the insert.
-    if _has_nul(data):
-        raise validation_error("Text must not contain NUL (\\u0000) characters.", field="body")
     try:
         return model.model_validate(data, by_alias=True, by_name=True)
     except ValidationError as exc:

@@ -47,12 +47,10 @@ def parse_partial(text: str, *, complete: bool = False) -> Any | None:
     """Return the value that `text`, a prefix of a JSON document, already determines.
 
     Returns None while nothing is known yet (empty text, `-`, `tr`, a lone number without
-    `complete`). Note that a document that is exactly `null` also gives None. Never raises.
+    `complete`). Note that a document that is exactly `null` also gives None. Never raises: every
+    step checks its input, so an exception here is a bug, and it is left to surface as one.
     """
-    try:
-        return _parse(text, complete)
-    except Exception:  # pragma: no cover - defensive: the contract is "never raises"
-        return None
+    return _parse(text, complete)
 
 
 class _Document:
@@ -187,7 +185,12 @@ def _scan_scalar(text: str, i: int, complete: bool) -> tuple[Any, int]:
     # The same conversions json.loads makes.
     if match.group(1) or match.group(2):
         return float(token), j
-    return int(token), j
+    try:
+        return int(token), j
+    except ValueError:
+        # Python refuses to convert integers of more than 4,300 digits (sys.set_int_max_str_digits);
+        # json.loads fails on them too, so the text is treated as invalid from here.
+        return _MISSING, i
 
 
 def _scan_string(text: str, i: int) -> tuple[str, int, bool]:

@@ -10,7 +10,7 @@ kept: the caller sends the whole conversation each time.
 from __future__ import annotations
 
 import logging
-from typing import AsyncIterator
+from typing import Any, AsyncIterator
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
@@ -29,12 +29,14 @@ from runs.gateway.errors import (
 )
 from runs.gateway.models import model_get, model_list, model_resolve
 from runs.gateway.ratelimit import rate_limit_hit
-from runs.gateway.translate import decode_json, parse_chat_request
+from runs.gateway.translate import parse_chat_request
 from runs.providers import get_provider
 from runs.providers.base import Delta, ModelError, StepEnd
 from runs.sse import SSE_HEADERS
 from tambo_project.auth import Principal, aresolve_principal
+from tambo_project.input_guard import request_json
 from tambo_project.problems import Problem, is_database_unavailable, unavailable
+from tambo_project.sanity import InputError
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +57,7 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
         if wait is not None:
             raise GatewayError(429, "Too many requests for this API key; try again later.", type_=RATE_LIMIT,
                                code="rate_limit_exceeded", retry_after=wait)
-        chat = parse_chat_request(decode_json(_body(request)))
+        chat = parse_chat_request(_body(request))
         route = model_resolve(requested=chat.model)
         deltas = get_provider(route.provider).stream(chat.model_request(route.model))
         if not chat.stream:
@@ -111,9 +113,13 @@ async def _principal(request: HttpRequest) -> Principal:
         raise GatewayError(problem.status, problem.detail, code=problem.code.lower()) from None
 
 
-def _body(request: HttpRequest) -> bytes:
+def _body(request: HttpRequest) -> Any:
+    """The body through the server's one checked JSON parser (tambo_project.sanity)."""
     try:
-        return request.body
+        return request_json(request)
+    except InputError as error:
+        param = None if error.field == "body" else error.field
+        raise GatewayError(400, error.detail, code="invalid_value", param=param) from None
     except RequestDataTooBig:
         # A chunked body has no Content-Length for BodySizeLimitMiddleware to check; Django
         # measures it while reading (DATA_UPLOAD_MAX_MEMORY_SIZE is MAX_REQUEST_BYTES).
