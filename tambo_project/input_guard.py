@@ -10,7 +10,6 @@ are OpenAI clients), OAuth's under `/oauth/` (RFC 6749, section 5.2), problem+js
 """
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
@@ -70,8 +69,9 @@ def refusal(request: HttpRequest, error: sanity.InputError) -> HttpResponse:
         param = None if error.field == "body" else error.field
         return openai_error_response(400, error.detail, INVALID_REQUEST, "invalid_value", param=param)
     if path.startswith("/oauth/"):
-        body = {"error": "invalid_request", "error_description": error.detail}
-        return HttpResponse(json.dumps(body), status=400, content_type="application/json")
+        from tambo_project.oauth import oauth_answer
+
+        return oauth_answer({"error": "invalid_request", "error_description": error.detail}, 400)
     if _is_api(request):
         return response_for(error, _safe_instance(path))
     return HttpResponseBadRequest(error.detail, content_type="text/plain; charset=utf-8")
