@@ -12,11 +12,13 @@ with one SELECT (spec section 8: batched, never one query per run).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from typing import Any, AsyncIterator, Awaitable, TypeVar
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
+
+from tambo_project.db import db_call
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -133,7 +135,9 @@ class Watcher:
         loop = asyncio.get_running_loop()
         # A task left behind by a loop that closed without cancelling it is never done, yet never runs.
         if self._task is None or self._task.done() or self._task.get_loop() is not loop:
-            self._task = loop.create_task(self._loop())
+            # A fresh context: the watcher outlives the request that happens to start it, and must
+            # not carry that request's context (its thread-sensitive executor, for one).
+            self._task = loop.create_task(self._loop(), context=contextvars.Context())
 
     def unregister(self, control: RunControl) -> None:
         self.controls.pop(control.run_id, None)
@@ -149,7 +153,7 @@ class Watcher:
             if not run_ids:
                 continue
             try:
-                flagged = await sync_to_async(_renew_and_poll)(run_ids)
+                flagged = await db_call(_renew_and_poll, run_ids)
             except Exception:  # noqa: BLE001 - a failed tick must not kill the watcher
                 log.exception("Run watcher tick failed")
                 continue

@@ -10,7 +10,6 @@ import asyncio
 import json
 import logging
 
-from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
@@ -22,6 +21,7 @@ from runs.loop import advance
 from runs.providers import get_provider
 from runs.sse import SSE_HEADERS, encode_event
 from tambo_project.auth import aresolve_principal
+from tambo_project.db import db_call
 from tambo_project.problems import Problem, response_for, validation_error
 from tambo_project.validation import parse_body
 
@@ -78,7 +78,7 @@ async def _run_start(**kwargs) -> services.StartedRun:
     """services.run_start, which takes the lock. If the client leaves meanwhile (this coroutine is
     cancelled), the run it started is cancelled through the normal path once the lock is taken, so
     the thread is idle again at once instead of when the lease expires."""
-    start = asyncio.ensure_future(sync_to_async(services.run_start)(**kwargs))
+    start = asyncio.ensure_future(db_call(services.run_start, **kwargs))
     try:
         return await asyncio.shield(start)
     except asyncio.CancelledError:
@@ -144,8 +144,8 @@ async def _write(queue: asyncio.Queue, producer: asyncio.Task, control: RunContr
 async def cancel_run(request: HttpRequest, thread_id: str, run_id: str) -> HttpResponse:
     try:
         principal = await aresolve_principal(request)
-        await sync_to_async(services.run_cancel_request)(
-            principal=principal, thread_id=thread_id, run_id=run_id, user_key_raw=request.GET.get("userKey"))
+        await db_call(services.run_cancel_request, principal=principal, thread_id=thread_id, run_id=run_id,
+                      user_key_raw=request.GET.get("userKey"))
     except Problem as problem:
         return response_for(problem, request.path)
     # If this process streams the run, stop it now; otherwise its own watcher sees the flag.

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.middleware.csrf import CsrfViewMiddleware
 from django.utils import timezone
@@ -101,10 +100,13 @@ def resolve_principal(request) -> Principal:
 
 
 async def aresolve_principal(request) -> Principal:
-    """The same for async views; the database work runs on Django's sync thread."""
+    """The same for async views. The database work runs on the shared database threads
+    (tambo_project/db.py), so a streaming answer holds no connection for the request."""
+    from tambo_project.db import db_call
+
     if _key_from_headers(request.META) is None:
         await request.auser()  # loads the session user outside the sync thread's lazy access
-    return await sync_to_async(resolve_principal)(request)
+    return await db_call(resolve_principal, request)
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):

@@ -83,6 +83,21 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": SQLITE_PATH + "-test"}
 else:
     DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=0))
+# The run path's database work runs on DB_THREADS shared worker threads (runs/db.py), and on
+# PostgreSQL every connection comes from a pool of at most DB_POOL_SIZE (0: no pool, e.g. behind
+# PgBouncer; each worker then keeps one connection). A request that finds no free connection within
+# DB_POOL_TIMEOUT seconds answers 503 with Retry-After: DB_RETRY_AFTER.
+DB_THREADS = env.int("DB_THREADS", default=4)
+DB_POOL_SIZE = env.int("DB_POOL_SIZE", default=10)
+DB_POOL_TIMEOUT = env.float("DB_POOL_TIMEOUT", default=5.0)
+DB_RETRY_AFTER = env.int("DB_RETRY_AFTER", default=2)
+if DB_THREADS < 1 or DB_POOL_SIZE < 0:
+    raise environ.ImproperlyConfigured("DB_THREADS must be at least 1 and DB_POOL_SIZE at least 0")
+if DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql") and DB_POOL_SIZE:
+    if DATABASES["default"]["CONN_MAX_AGE"]:
+        raise environ.ImproperlyConfigured("CONN_MAX_AGE must be 0 with the connection pool (DB_POOL_SIZE=0 turns it off)")
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": min(2, DB_POOL_SIZE), "max_size": DB_POOL_SIZE, "timeout": DB_POOL_TIMEOUT}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = []
