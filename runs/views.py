@@ -19,7 +19,7 @@ from runs import services
 from runs.control import RunControl, watcher
 from runs.loop import advance
 from runs.providers import get_provider
-from runs.sse import SSE_HEADERS, encode_event
+from runs.sse import SSE_HEADERS, encode_event, merge_text
 from tambo_project.auth import aresolve_principal
 from tambo_project.db import db_call
 from tambo_project.problems import Problem, response_for, validation_error
@@ -111,7 +111,7 @@ async def _produce(events, queue: asyncio.Queue, control: RunControl, reading: a
             except asyncio.TimeoutError:
                 control.cancel("disconnected")
         async for event in events:
-            queue.put_nowait(encode_event(event))
+            queue.put_nowait(event)
     finally:
         queue.put_nowait(_END)
         watcher.unregister(control)
@@ -130,7 +130,9 @@ async def _write(queue: asyncio.Queue, producer: asyncio.Task, control: RunContr
                 chunks.pop()
                 finished = True
             if chunks:
-                yield b"".join(chunks)
+                # Text deltas of one message that queued up while the client was slower than the
+                # model go out as one event: fewer bytes, less encoding, the same text.
+                yield b"".join([encode_event(event) for event in merge_text(chunks)])
     finally:
         if not finished:
             # The client went away while the run was producing: that is a cancel (spec section 4).

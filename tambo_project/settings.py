@@ -38,13 +38,14 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "tambo_project.cors.CorsMiddleware",
     "tambo_project.middleware.BodySizeLimitMiddleware",
-    "django.middleware.security.SecurityMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Django's own middleware, run on the event loop for async requests (no thread hop per step).
+    "tambo_project.inline_middleware.SecurityMiddleware",
+    "tambo_project.inline_middleware.SessionMiddleware",
+    "tambo_project.inline_middleware.CommonMiddleware",
+    "tambo_project.inline_middleware.CsrfViewMiddleware",
+    "tambo_project.inline_middleware.AuthenticationMiddleware",
+    "tambo_project.inline_middleware.MessageMiddleware",
+    "tambo_project.inline_middleware.XFrameOptionsMiddleware",
     "tambo_project.middleware.ProblemMiddleware",
 ]
 
@@ -189,7 +190,8 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"httpx": {"level": "WARNING"}, "django.request": {"level": "ERROR"}},
+    # The `openai` client logs every request through httpx (or its fork httpx2) at INFO.
+    "loggers": {"httpx": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}, "django.request": {"level": "ERROR"}},
 }
 
 # Browser users without a project membership act in this project (created on first use).

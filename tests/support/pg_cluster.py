@@ -36,7 +36,7 @@ def _as_pg(command: str) -> None:
 
 
 class PgCluster:
-    def __init__(self, max_connections: int = 100, database: str = "tambo"):
+    def __init__(self, max_connections: int = 100, database: str = "tambo", options: str = ""):
         binaries = pg_bin()
         if binaries is None:
             raise RuntimeError("PostgreSQL server binaries not found (/usr/lib/postgresql/*/bin)")
@@ -49,7 +49,7 @@ class PgCluster:
         data, log = shlex.quote(self.dir + "/data"), shlex.quote(self.dir + "/log")
         _as_pg(f"{self.bin}/initdb -D {data} -U postgres -A trust --no-sync")
         options = (f"-p {self.port} -k {shlex.quote(self.dir)} -c listen_addresses=127.0.0.1 -c fsync=off "
-                   f"-c synchronous_commit=off -c max_connections={max_connections}")
+                   f"-c synchronous_commit=off -c max_connections={max_connections} {options}")
         _as_pg(f"{self.bin}/pg_ctl -D {data} -l {log} -w -o {shlex.quote(options)} start")
         _as_pg(f"{self.bin}/createdb -h 127.0.0.1 -p {self.port} -U postgres {database}")
         self.url = f"postgres://postgres@127.0.0.1:{self.port}/{database}"
@@ -70,6 +70,24 @@ class PgCluster:
             return conn.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND backend_type = 'client backend' "
                 "AND pid <> pg_backend_pid()", (self.database,)).fetchone()[0]
+
+    def log_size(self) -> int:
+        return os.path.getsize(self.dir + "/log")
+
+    def statements_since(self, offset: int) -> int:
+        """Statements in the server log (log_statement=all) after `offset`, transaction control left out."""
+        with open(self.dir + "/log", "rb") as log:
+            log.seek(offset)
+            lines = log.read().decode(errors="replace").splitlines()
+        count = 0
+        for line in lines:
+            for marker in ("LOG:  statement: ", "LOG:  execute "):
+                if marker in line:
+                    sql = line.split(marker, 1)[1]
+                    sql = sql.split(": ", 1)[1] if marker.endswith("execute ") else sql
+                    if not sql.lstrip().upper().startswith(("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")):
+                        count += 1
+        return count
 
     def stop(self) -> None:
         try:
