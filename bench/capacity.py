@@ -39,6 +39,13 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICK
 
 
+def thread_count(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Threads:"):
+            return int(line.split()[1])
+    return 0
+
+
 def peak_rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -157,7 +164,8 @@ def concurrency(n: int, delay: float, pool: int) -> None:
         app, url = start("tambo_project.asgi:application", env)
         try:
             before = cpu_seconds(app.pid)
-            with Sampler(cluster.client_connections) as connections:
+            with Sampler(cluster.client_connections) as connections, \
+                    Sampler(lambda: thread_count(app.pid)) as threads:
                 began = time.perf_counter()
                 results, overlap = asyncio.run(run_streams(url, key, n, "hello"))
                 wall = time.perf_counter() - began
@@ -176,7 +184,8 @@ def concurrency(n: int, delay: float, pool: int) -> None:
           f"PostgreSQL max_connections=100, DB_POOL_SIZE={pool}")
     print(f"failures {n - len(finished)}; RUN_STARTED p50 {p50:.0f} ms, p95 {p95:.0f} ms; "
           f"server CPU {cpu:.2f} s ({cpu / n * 1000:.1f} ms/run); peak RSS {rss:.0f} MB; "
-          f"peak DB connections {connections.peak:.0f}; streams open at once {overlap.peak}; "
+          f"peak DB connections {connections.peak:.0f}; peak server threads {threads.peak:.0f}; "
+          f"streams open at once {overlap.peak}; "
           f"all text delivered: {len(texts) == 1 and len(finished) == n}; wall {wall:.1f} s")
     for r in results:
         if not r.finished:

@@ -100,12 +100,11 @@ def resolve_principal(request) -> Principal:
 
 
 async def aresolve_principal(request) -> Principal:
-    """The same for async views. The database work runs on the shared database threads
-    (tambo_project/db.py), so a streaming answer holds no connection for the request."""
+    """The same for async views. All of its database work, the session user's included (loaded
+    lazily by `request.user`), runs on the shared database threads (tambo_project/db.py), so a
+    streaming answer holds no connection for the request."""
     from tambo_project.db import db_call
 
-    if _key_from_headers(request.META) is None:
-        await request.auser()  # loads the session user outside the sync thread's lazy access
     return await db_call(resolve_principal, request)
 
 
