@@ -84,10 +84,11 @@ class Toolbox:
         if name in self.server_tools:
             return await self._run_builtin(self.server_tools[name], arguments)
         if name in self.mcp_tools:
-            from tools import mcp_client
+            from tools.mcp_sessions import sessions
 
             config, tool_name, _ = self.mcp_tools[name]
-            result = await mcp_client.call_tool(config, tool_name, arguments, timeout=self.mcp_timeout)
+            # The server's kept session: a stdio server is not started again for every call.
+            result = await sessions().call_tool(config, tool_name, arguments, timeout=self.mcp_timeout)
             return ToolResult(result.content, result.is_error)
         return error_result(f"There is no tool named {name}.")
 
