@@ -10,6 +10,7 @@ from typing import Any
 from ag_ui.core import RunAgentInput
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 from pydantic import ValidationError
 
 from clientsdk import types as wire
@@ -26,7 +27,8 @@ from runs.services import (
 from tambo_project.auth import Principal
 from tambo_project.problems import Problem, validation_error
 from threads import selectors, services as thread_services
-from threads.models import Message, Project, Thread
+from tools.selectors import project_tools_of
+from threads.models import Message, Project, RunStatus, Thread
 
 SERVER_THREAD_PREFIX = "thr_"
 
@@ -48,7 +50,8 @@ def agui_run_start(*, principal: Principal, run_input: RunAgentInput) -> Started
         # Checked before the lock too, so a bad request is told so even while a run streams.
         turn = _plan(thread, run_input)
         body = _run_body(run_input, turn, tools)
-        run = Run(thread=thread, request_params={**_request_params(body), "aguiRunId": run_input.run_id})
+        run = Run(thread=thread, request_params={**_request_params(body), "aguiRunId": run_input.run_id},
+                  status=Run.Status.STREAMING, started_at=timezone.now())
 
         def in_lock(locked: Thread) -> None:
             locked_turn = _plan(locked, run_input)
@@ -59,9 +62,13 @@ def agui_run_start(*, principal: Principal, run_input: RunAgentInput) -> Started
             if run_input.state is not None:
                 locked.agui_state = run_input.state
 
-        thread = lock_take(thread_id=thread.id, run_id=run.id, in_lock=in_lock)
+        # Straight into STREAMING, as /v1 runs: the loop starts the model at once.
+        thread = lock_take(thread_id=thread.id, run_id=run.id, in_lock=in_lock, status=RunStatus.STREAMING)
+        # Read in the lock's transaction: a failure here rolls the lock back with everything else.
+        history = selectors.messages_all(thread=thread)
+        tools = project_tools_of(principal.project)
     thread.project = principal.project  # the loop reads it from async code: no lazy loads there
-    started = StartedRun(thread=thread, run=run, body=body, history=selectors.messages_all(thread=thread))
+    started = StartedRun(thread=thread, run=run, body=body, history=history, tools=tools)
     _count_turn_tool_calls(started)
     return started
 

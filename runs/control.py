@@ -18,11 +18,11 @@ import asyncio
 import contextvars
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import AsyncIterator, Awaitable, TypeVar
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
+
+from tambo_project.db import db_call
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -30,8 +30,6 @@ T = TypeVar("T")
 _DONE = object()
 _CANCELLED = object()
 _YIELD_EVERY = 16
-# The watcher's database work runs on one thread of its own, never on a request's (spec section 8).
-_WATCHER_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="run-watcher")
 CHECKPOINT_INTERVAL = 1.0  # seconds: the in-progress text of a run is checkpointed at most this often
 
 
@@ -191,8 +189,7 @@ class Watcher:
             due = self.controls[rid].checkpoint_due(now)
             if due is not None:
                 checkpoints[rid] = due
-        flagged, written = await sync_to_async(_tick_in_db, thread_sensitive=False, executor=_WATCHER_THREAD)(
-            run_ids, checkpoints)
+        flagged, written = await db_call(_tick_in_db, run_ids, checkpoints)
         for rid, (message_id, text) in (checkpoints.items() if written else ()):
             control = self.controls.get(rid)
             if control is not None:
@@ -217,12 +214,11 @@ def _renew_and_poll(run_ids: list[str]) -> list[str]:
 
 
 def _tick_in_db(run_ids: list[str], checkpoints: dict[str, tuple[str, str]]) -> tuple[list[str], bool]:
-    """The watcher's database work for one tick, on the watcher's own thread; returns the runs
-    flagged for cancel and whether the checkpoints were written.
+    """The watcher's database work for one tick, on a database worker thread (`db_call`); returns the
+    runs flagged for cancel and whether the checkpoints were written.
 
-    Closes its connection at the end of every tick: no request ever starts or ends on this thread,
-    so nothing else would close a connection that an outage broke (every later tick would fail on
-    it), and an idle process holds none. With a connection pool that is a return to the pool.
+    Closes its connections at the end of every tick, so that an idle process holds none and a
+    connection that an outage broke is never reused (with a connection pool that is a return to it).
     """
     from django.db import connections
 

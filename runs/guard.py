@@ -29,8 +29,10 @@ def fallback_run_error() -> bytes:
     return b"data: " + json.dumps(body).encode() + b"\n\n"
 
 
-async def encode_into(events: AsyncGenerator[BaseEvent, None], put: Callable[[bytes], None]) -> None:
-    """Encodes each of the run's events and hands the bytes to `put`, until the run ends.
+async def encode_into(events: AsyncGenerator[BaseEvent, None],
+                      put: Callable[[bytes, BaseEvent | None], None]) -> None:
+    """Encodes each of the run's events and hands the bytes, with the event, to `put`, until the run
+    ends (the fixed RUN_ERROR goes with no event).
 
     Exactly one terminal event's bytes are handed on (or the fixed RUN_ERROR). Raises only what the
     run itself raises (cancellation).
@@ -43,15 +45,15 @@ async def encode_into(events: AsyncGenerator[BaseEvent, None], put: Callable[[by
             return
         except Exception:  # noqa: BLE001 - the run did not take the failure back: it is over
             log.exception("A run could not end after a failure in its transport")
-            put(fallback_run_error())
+            put(fallback_run_error(), None)
             return
         thrown = None
         try:
-            put(encode_event(event))
+            put(encode_event(event), event)
         except Exception as exc:  # noqa: BLE001 - handed to the run, which ends itself
             log.exception("Could not encode or send a run's %s event", event.type)
             if isinstance(event, (RunFinishedEvent, RunErrorEvent)):
-                put(fallback_run_error())
+                put(fallback_run_error(), None)
                 await events.aclose()
                 return
             thrown = exc

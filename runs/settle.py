@@ -106,13 +106,3 @@ def _record_end(end: _End) -> None:
             services.run_failed(thread=end.thread, run=end.run, code=end.code, message=end.message)
     finally:
         connections.close_all()
-
-
-def start_abandoned(*, thread_id: str, run_id: str) -> None:
-    """The lock was taken but starting the run failed after it (the database went away): record the
-    run as failed in the background, trying at once, so the thread is freed as soon as it can be."""
-    from runs.models import Run
-    from threads.models import Thread
-
-    _schedule(_End(Thread(id=thread_id), Run(id=run_id), None, [], False, "SERVICE_UNAVAILABLE",
-                   "The service was unavailable while the run started."), wait_first=False)

@@ -9,21 +9,21 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
 from clientsdk import types as wire
-from runs import services, settle
+from runs import services
 from runs.control import RunControl, watcher
 from runs.loop import advance
 from runs.providers import get_provider
 from runs.guard import encode_into
-from runs.sse import SSE_HEADERS
+from runs.sse import SSE_HEADERS, join_encoded
 from tambo_project.auth import aresolve_principal
+from tambo_project.db import db_call
 from tambo_project.input_guard import request_json
-from tambo_project.problems import Problem, is_database_unavailable, response_for, unavailable
+from tambo_project.problems import Problem, response_for
 from tambo_project.validation import parse_body
 
 log = logging.getLogger(__name__)
@@ -72,16 +72,6 @@ def stream_run(started: services.StartedRun, adapt=None) -> StreamingHttpRespons
     return response
 
 
-def _abandoned(abandoned: services.StartAbandoned) -> Problem:
-    """The lock was taken but the run could not start: free the thread as soon as the database lets us,
-    and tell the client why (503 when the database is away)."""
-    log.warning("Run %s could not start after taking its lock", abandoned.run_id, exc_info=abandoned.__cause__)
-    settle.start_abandoned(thread_id=abandoned.thread_id, run_id=abandoned.run_id)
-    if is_database_unavailable(abandoned.__cause__):
-        return unavailable()
-    return Problem(500, "INTERNAL_ERROR", "An internal error occurred.")
-
-
 _orphans: set[asyncio.Task] = set()  # strong references, so the loop does not drop them mid-run
 
 
@@ -89,22 +79,16 @@ async def run_start_shielded(start_run, **kwargs) -> services.StartedRun:
     """`start_run(**kwargs)` (services.run_start, or the AG-UI one), which takes the lock. If the client
     leaves meanwhile (this coroutine is cancelled), the run it started is cancelled through the normal
     path once the lock is taken, so the thread is idle again at once instead of when the lease expires.
-    A start that failed after taking the lock is raised as a Problem, its lock released (`_abandoned`)."""
-    start = asyncio.ensure_future(sync_to_async(start_run)(**kwargs))
+    A start that fails rolls its whole transaction back (lock included: services.run_start)."""
+    start = asyncio.ensure_future(db_call(start_run, **kwargs))
     try:
         return await asyncio.shield(start)
-    except services.StartAbandoned as abandoned:
-        raise _abandoned(abandoned) from abandoned
     except asyncio.CancelledError:
         start.add_done_callback(_cancel_orphan)
         raise
 
 
 def _cancel_orphan(start: asyncio.Future) -> None:
-    if not start.cancelled() and isinstance(start.exception(), services.StartAbandoned):
-        abandoned = start.exception()
-        settle.start_abandoned(thread_id=abandoned.thread_id, run_id=abandoned.run_id)
-        return
     if start.cancelled() or start.exception() is not None:
         return  # a rejected request took no lock
     started = start.result()
@@ -128,7 +112,8 @@ async def _produce(events, queue: asyncio.Queue, control: RunControl, reading: a
                 await asyncio.wait_for(reading.wait(), READ_START_TIMEOUT)
             except asyncio.TimeoutError:
                 control.cancel("disconnected")
-        await encode_into(events, queue.put_nowait)
+        # Encoded here, one by one, so a failure to encode goes back into the run (runs/guard.py).
+        await encode_into(events, lambda data, event: queue.put_nowait((data, event)))
     finally:
         queue.put_nowait(_END)
         watcher.unregister(control)
@@ -147,7 +132,9 @@ async def _write(queue: asyncio.Queue, producer: asyncio.Task, control: RunContr
                 chunks.pop()
                 finished = True
             if chunks:
-                yield b"".join(chunks)
+                # Text deltas of one message that queued up while the client was slower than the
+                # model go out as one event: fewer bytes, the same text.
+                yield join_encoded(chunks)
     finally:
         if not finished:
             # The client went away while the run was producing: that is a cancel (spec section 4).
@@ -161,8 +148,8 @@ async def _write(queue: asyncio.Queue, producer: asyncio.Task, control: RunContr
 async def cancel_run(request: HttpRequest, thread_id: str, run_id: str) -> HttpResponse:
     try:
         principal = await aresolve_principal(request)
-        await sync_to_async(services.run_cancel_request)(
-            principal=principal, thread_id=thread_id, run_id=run_id, user_key_raw=request.GET.get("userKey"))
+        await db_call(services.run_cancel_request, principal=principal, thread_id=thread_id, run_id=run_id,
+                      user_key_raw=request.GET.get("userKey"))
     except Problem as problem:
         return response_for(problem, request.path)
     # If this process streams the run, stop it now; otherwise its own watcher sees the flag.

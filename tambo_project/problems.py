@@ -31,8 +31,6 @@ _TITLES = {
     503: "Service Unavailable",
 }
 
-# Seconds a client is told to wait (Retry-After) when the database is away or out of connections.
-UNAVAILABLE_RETRY_AFTER = 2
 
 
 class Problem(Exception):
@@ -51,7 +49,7 @@ def is_database_unavailable(exc: BaseException) -> bool:
     an exhausted pool): a passing condition, answered 503, not a bug."""
     from django.db import InterfaceError, OperationalError
 
-    if isinstance(exc, (OperationalError, InterfaceError)):
+    if isinstance(exc, (DatabaseUnavailable, OperationalError, InterfaceError)):
         return True
     try:  # psycopg's own errors (a pool timeout, for one) when raised outside Django's wrapper
         import psycopg
@@ -60,9 +58,18 @@ def is_database_unavailable(exc: BaseException) -> bool:
     return isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError))
 
 
+class DatabaseUnavailable(Problem):
+    """The database cannot be reached or has no free connection: 503 with Retry-After (DB_RETRY_AFTER)."""
+
+    def __init__(self) -> None:
+        from django.conf import settings
+
+        super().__init__(503, "SERVICE_UNAVAILABLE", "The service is temporarily unavailable; try again shortly.",
+                         retryAfter=settings.DB_RETRY_AFTER)
+
+
 def unavailable() -> Problem:
-    return Problem(503, "SERVICE_UNAVAILABLE", "The service is temporarily unavailable; try again shortly.",
-                   retryAfter=UNAVAILABLE_RETRY_AFTER)
+    return DatabaseUnavailable()
 
 
 def validation_error(detail: str, **extra: Any) -> Problem:

@@ -39,13 +39,14 @@ MIDDLEWARE = [
     "tambo_project.cors.CorsMiddleware",
     "tambo_project.middleware.BodySizeLimitMiddleware",
     "tambo_project.input_guard.InputSanityMiddleware",
-    "django.middleware.security.SecurityMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Django's own middleware, run on the event loop for async requests (no thread hop per step).
+    "tambo_project.inline_middleware.SecurityMiddleware",
+    "tambo_project.inline_middleware.SessionMiddleware",
+    "tambo_project.inline_middleware.CommonMiddleware",
+    "tambo_project.inline_middleware.CsrfViewMiddleware",
+    "tambo_project.inline_middleware.AuthenticationMiddleware",
+    "tambo_project.inline_middleware.MessageMiddleware",
+    "tambo_project.inline_middleware.XFrameOptionsMiddleware",
     "tambo_project.middleware.ProblemMiddleware",
     "runs.middleware.RunWatcherMiddleware",
 ]
@@ -85,6 +86,21 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": SQLITE_PATH + "-test"}
 else:
     DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=0))
+# The run path's database work runs on DB_THREADS shared worker threads (runs/db.py), and on
+# PostgreSQL every connection comes from a pool of at most DB_POOL_SIZE (0: no pool, e.g. behind
+# PgBouncer; each worker then keeps one connection). A request that finds no free connection within
+# DB_POOL_TIMEOUT seconds answers 503 with Retry-After: DB_RETRY_AFTER.
+DB_THREADS = env.int("DB_THREADS", default=4)
+DB_POOL_SIZE = env.int("DB_POOL_SIZE", default=10)
+DB_POOL_TIMEOUT = env.float("DB_POOL_TIMEOUT", default=5.0)
+DB_RETRY_AFTER = env.int("DB_RETRY_AFTER", default=2)
+if DB_THREADS < 1 or DB_POOL_SIZE < 0:
+    raise environ.ImproperlyConfigured("DB_THREADS must be at least 1 and DB_POOL_SIZE at least 0")
+if DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql") and DB_POOL_SIZE:
+    if DATABASES["default"]["CONN_MAX_AGE"]:
+        raise environ.ImproperlyConfigured("CONN_MAX_AGE must be 0 with the connection pool (DB_POOL_SIZE=0 turns it off)")
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": min(2, DB_POOL_SIZE), "max_size": DB_POOL_SIZE, "timeout": DB_POOL_TIMEOUT}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = []
@@ -142,6 +158,8 @@ AGUI_MAX_MESSAGES = env.int("AGUI_MAX_MESSAGES", default=500)
 SERVER_TOOL_TIMEOUT = env.float("SERVER_TOOL_TIMEOUT", default=30.0)
 MCP_TIMEOUT = env.float("MCP_TIMEOUT", default=30.0)
 MCP_TOOLS_CACHE_SECONDS = env.float("MCP_TOOLS_CACHE_SECONDS", default=30.0)
+# An MCP server's session (a stdio server's process) is kept this long after its last call.
+MCP_SESSION_IDLE_SECONDS = env.float("MCP_SESSION_IDLE_SECONDS", default=300.0)
 
 # --- Model providers ------------------------------------------------------------------------------
 OPENAI_API_KEY = env.str("OPENAI_API_KEY", default="")
@@ -178,7 +196,8 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"httpx": {"level": "WARNING"}, "django.request": {"level": "ERROR"}},
+    # The `openai` client logs every request through httpx (or its fork httpx2) at INFO.
+    "loggers": {"httpx": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}, "django.request": {"level": "ERROR"}},
 }
 
 # Browser users without a project membership act in this project (created on first use).
