@@ -115,12 +115,14 @@ def lock_renew(*, run_ids: list[str]) -> int:
 
 
 def lock_release(*, thread_id: str, run_id: str, run_status: str, thread_fields: dict[str, Any] | None = None,
-                 error_code: str | None = None, error_message: str | None = None) -> bool:
+                 error_code: str | None = None, error_message: str | None = None,
+                 run_fields: dict[str, Any] | None = None) -> bool:
     """Releases the lock held by `run_id` (→ IDLE) and records how the run ended.
 
     Holds the thread's row lock for one short transaction. Only the holder can release: for any
     other run this changes nothing and returns False (its lease was taken over, for instance).
-    `thread_fields` are set on the thread in the same transaction (pending ids, last run …).
+    `thread_fields` are set on the thread in the same transaction (pending ids, last run …), and
+    `run_fields` on the run (its token usage).
     """
     now = timezone.now()
     with transaction.atomic():
@@ -132,7 +134,7 @@ def lock_release(*, thread_id: str, run_id: str, run_status: str, thread_fields:
         if not released:
             return False
         Run.objects.filter(id=run_id).update(status=run_status, error_code=error_code,
-                                             error_message=error_message, finished_at=now)
+                                             error_message=error_message, finished_at=now, **(run_fields or {}))
     return True
 
 

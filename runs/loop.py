@@ -87,7 +87,7 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
             async for event in _model_step(step, messages, started, provider, control):
                 yield event
             await db_call(services.step_persist, thread=thread, run=run, message_id=step.message_id,
-                          content=step.content(), cancelled=False, usage=run.usage)
+                          content=step.content(), cancelled=False)
             persisted, step = step, None
             control.step = None  # stored: nothing left to checkpoint or to store after a crash
             messages.append(persisted.model_message())

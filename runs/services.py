@@ -203,12 +203,9 @@ def call_signature(name: str, arguments: Any) -> str:
 
 
 def step_persist(*, thread: Thread, run: Run, message_id: str, content: list[dict], cancelled: bool,
-                 tool_messages: list[tuple[str, dict]] = (), usage: dict[str, int] | None = None) -> None:
-    """Stores one model step: the assistant message (once, when it ended), its tool results and the
-    run's token usage so far (when the provider reported any)."""
+                 tool_messages: list[tuple[str, dict]] = ()) -> None:
+    """Stores one model step: the assistant message (once, when it ended) and its tool results."""
     with transaction.atomic():
-        if usage is not None:
-            Run.objects.filter(id=run.id).update(usage=usage)
         if content or cancelled:
             thread_services.message_create(thread=thread, role=Message.Role.ASSISTANT, content=content,
                                            run_id=run.id, is_cancelled=cancelled, message_id=message_id)
@@ -233,13 +230,15 @@ def message_mark_cancelled(*, message_id: str) -> None:
 def run_pause(*, thread: Thread, run: Run, pending_ids: list[str]) -> bool:
     return lock_release(thread_id=thread.id, run_id=run.id, run_status=Run.Status.AWAITING_INPUT,
                         thread_fields={"pending_tool_call_ids": pending_ids, "last_completed_run_id": run.id,
-                                       "last_run_cancelled": None, "last_run_error": None})
+                                       "last_run_cancelled": None, "last_run_error": None},
+                        run_fields=_run_fields(run))
 
 
 def run_complete(*, thread: Thread, run: Run) -> bool:
     return lock_release(thread_id=thread.id, run_id=run.id, run_status=Run.Status.COMPLETED,
                         thread_fields={"pending_tool_call_ids": [], "last_completed_run_id": run.id,
-                                       "last_run_cancelled": None, "last_run_error": None})
+                                       "last_run_cancelled": None, "last_run_error": None},
+                        run_fields=_run_fields(run))
 
 
 def run_cancelled(*, thread: Thread, run: Run) -> bool:
@@ -247,7 +246,7 @@ def run_cancelled(*, thread: Thread, run: Run) -> bool:
     return lock_release(thread_id=thread.id, run_id=run.id, run_status=Run.Status.CANCELLED,
                         thread_fields={"pending_tool_call_ids": [], "last_completed_run_id": run.id,
                                        "last_run_cancelled": True, "last_run_error": None},
-                        error_code="CANCELLED", error_message="The run was cancelled.")
+                        error_code="CANCELLED", error_message="The run was cancelled.", run_fields=_run_fields(run))
 
 
 def run_failed(*, thread: Thread, run: Run, code: str, message: str) -> bool:
@@ -255,7 +254,12 @@ def run_failed(*, thread: Thread, run: Run, code: str, message: str) -> bool:
                         thread_fields={"pending_tool_call_ids": [], "last_completed_run_id": run.id,
                                        "last_run_cancelled": None,
                                        "last_run_error": {"code": code, "message": message}},
-                        error_code=code, error_message=message)
+                        error_code=code, error_message=message, run_fields=_run_fields(run))
+
+
+def _run_fields(run: Run) -> dict[str, Any]:
+    # The token usage summed over the run's steps is stored once, with how the run ended.
+    return {"usage": run.usage} if run.usage is not None else {}
 
 
 def run_cancel_request(*, principal: Principal, thread_id: str, run_id: str, user_key_raw: object) -> None:

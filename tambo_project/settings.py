@@ -100,7 +100,15 @@ if DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql") an
     if DATABASES["default"]["CONN_MAX_AGE"]:
         raise environ.ImproperlyConfigured("CONN_MAX_AGE must be 0 with the connection pool (DB_POOL_SIZE=0 turns it off)")
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
-        "min_size": min(2, DB_POOL_SIZE), "max_size": DB_POOL_SIZE, "timeout": DB_POOL_TIMEOUT}
+        "min_size": min(2, DB_POOL_SIZE), "max_size": DB_POOL_SIZE, "timeout": DB_POOL_TIMEOUT,
+        # The pool's background reconnects back off exponentially (1, 2, 4, 8 … s) while the database
+        # is away, so one could be seconds away after it is back. Giving up after 2 s instead lets
+        # the next request that finds no connection start a fresh attempt at once.
+        "reconnect_timeout": 2.0}
+    # After a database restart every idle pooled connection is dead; with health checks Django has the
+    # pool check one as it hands it out (ConnectionPool.check_connection: one round trip, no statement)
+    # and replace it there, instead of failing the request, the watcher tick or a run's settling.
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = []

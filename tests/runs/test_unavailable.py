@@ -18,6 +18,7 @@ from django.test import AsyncClient, Client
 from runs import services
 from threads import selectors
 from threads import services as thread_services
+from runs.models import Run
 from threads.models import ApiKey, RunStatus, Thread
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_dbs]
@@ -67,7 +68,9 @@ def test_a_database_error_before_a_run_streams_answers_503(key, monkeypatch):
     _assert_503(asyncio.run(post()))
 
 
-def test_a_run_whose_start_fails_after_taking_the_lock_frees_the_thread(key, project, monkeypatch):
+def test_a_run_whose_start_fails_inside_the_lock_transaction_leaves_the_thread_as_it_was(key, project, monkeypatch):
+    # The history is read in the lock's transaction (runs/services.py run_start): its failure rolls the
+    # lock, the Run row and the stored input back together, so nothing is left to release.
     thread = thread_services.thread_create(project=project, user_key="alice")
     real_messages_all = selectors.messages_all
 
@@ -89,7 +92,8 @@ def test_a_run_whose_start_fails_after_taking_the_lock_frees_the_thread(key, pro
 
     _assert_503(asyncio.run(post_then_wait_for_idle()))
     thread.refresh_from_db()
-    assert thread.current_run_id is None and thread.last_run_error["code"] == "SERVICE_UNAVAILABLE"
+    assert thread.current_run_id is None and thread.last_run_error is None
+    assert not Run.objects.filter(thread=thread).exists() and not thread.messages.exists()
 
 
 def test_a_database_error_in_the_gateway_answers_503_in_openai_shape(key, monkeypatch):
