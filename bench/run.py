@@ -1,6 +1,9 @@
 """Benchmark: time to first event and streamed events per second for a run, beside a bare baseline.
 
     bin/bench [--deltas 200 2000] [--repeat 15]
+    bin/bench pipeline [--repeat 3] | concurrency N [--delay 0.1] [--pool 10] | per-run [--runs 50]
+
+The named scenarios are in bench/capacity.py.
 
 Starts the real app under uvicorn (SQLite in a temporary directory, the offline model's
 `!stream N` rule: N deltas with no delay) and the bare ASGI app of bench/baseline_app.py that
@@ -62,7 +65,32 @@ def measure(session: requests.Session, url: str, body: dict) -> tuple[float, flo
     return first or 0.0, time.perf_counter() - began, len(frames), frames
 
 
+def scenario(argv: list[str]) -> None:
+    from bench import capacity
+
+    parser = argparse.ArgumentParser(prog="bin/bench")
+    sub = parser.add_subparsers(dest="name", required=True)
+    sub.add_parser("pipeline").add_argument("--repeat", type=int, default=3)
+    conc = sub.add_parser("concurrency")
+    conc.add_argument("n", type=int)
+    conc.add_argument("--delay", type=float, default=0.1)
+    conc.add_argument("--pool", type=int, default=10)
+    sub.add_parser("per-run").add_argument("--runs", type=int, default=50)
+    args = parser.parse_args(argv)
+    print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f} at the start")
+    if args.name == "pipeline":
+        capacity.pipeline(args.repeat)
+    elif args.name == "concurrency":
+        capacity.concurrency(args.n, args.delay, args.pool)
+    else:
+        capacity.per_run(args.runs)
+    print(f"load average {os.getloadavg()[0]:.2f} at the end")
+
+
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] in ("pipeline", "concurrency", "per-run"):
+        scenario(sys.argv[1:])
+        return
     parser = argparse.ArgumentParser()
     parser.add_argument("--deltas", type=int, nargs="+", default=[200, 2000])
     parser.add_argument("--repeat", type=int, default=15)

@@ -1,8 +1,9 @@
 """`python -m clientsdk chat`: a terminal chat against a v1 server, with two local demo tools.
 
 The answer streams as it is written; tool calls and their results are printed as they happen.
-Ctrl-C while the model works cancels the run on the server and exits; Ctrl-C or Ctrl-D at the
-prompt exits.
+Ctrl-C while the model works cancels that run on the server and comes back to the prompt, in the
+same thread; Ctrl-C or Ctrl-D at the prompt exits. The thread's id is printed, and `--thread-id`
+resumes it later.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import json
 import os
 import random
 import sys
+import time
 from typing import Any, TextIO
 
 from ag_ui.core import EventType
@@ -103,28 +105,36 @@ class _Printer:
 
 def chat(client: Client, *, thread_id: str | None, inp: TextIO, out: TextIO) -> int:
     printer = _Printer(out)
-    printer.line(f"Tambo chat on {client.base_url} (tools: {', '.join(client.tools)}). Ctrl-C to quit.")
+    printer.line(f"Tambo chat on {client.base_url} (tools: {', '.join(client.tools)}). "
+                 "Ctrl-C stops an answer; Ctrl-C or Ctrl-D at the prompt quits.")
+    if thread_id:
+        printer.line(f"[thread] {thread_id} (resumed)")
     while True:
         try:
             printer.write("you> ")
             text = inp.readline()
         except KeyboardInterrupt:
             printer.line("\nbye")
-            return 0
+            return _goodbye(printer, thread_id)
         if not text:  # EOF (Ctrl-D)
             printer.line("bye")
-            return 0
+            return _goodbye(printer, thread_id)
         text = text.strip()
         if not text:
             continue
         stream = client.run(text, thread_id=thread_id)
         try:
             for event, snapshot in stream:
+                if thread_id is None and stream.thread_id:
+                    thread_id = stream.thread_id
+                    printer.line(f"[thread] {thread_id} (resume it with --thread-id {thread_id})")
                 printer.event(event, snapshot)
         except KeyboardInterrupt:
             stream.cancel()
-            printer.line("[cancelled] bye")
-            return 0
+            printer.line("[cancelled] the answer was stopped; the conversation goes on")
+            thread_id = stream.thread_id or thread_id
+            _wait_until_idle(client, thread_id)
+            continue
         except MaxStepsExceeded as exc:
             printer.line(f"[stopped] {exc}")
         except RunError:
@@ -132,6 +142,27 @@ def chat(client: Client, *, thread_id: str | None, inp: TextIO, out: TextIO) -> 
         except APIError as exc:
             printer.line(f"[error] {exc}")
         thread_id = stream.thread_id or thread_id
+
+
+def _goodbye(printer: _Printer, thread_id: str | None) -> int:
+    if thread_id:
+        printer.line(f"[thread] {thread_id}")
+    return 0
+
+
+def _wait_until_idle(client: Client, thread_id: str | None, timeout: float = 10.0) -> None:
+    """The server stores the cancelled run's partial answer and frees the thread a moment after the
+    cancel; a message sent before that would be refused with 409, so the prompt waits for it."""
+    if not thread_id:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if client.threads.retrieve(thread_id).run_status == "idle":
+                return
+        except APIError:
+            return
+        time.sleep(0.1)
 
 
 def main(argv: list[str] | None = None) -> int:

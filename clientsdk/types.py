@@ -208,8 +208,9 @@ class CreateRunBody(RequestModel):
     available_components: list[AvailableComponent] | None = None
     tools: list[ClientTool] | None = None
     tool_choice: Literal["auto", "required", "none"] | NamedToolChoice | None = None
-    previous_run_id: str | None = None
-    model: str | None = None
+    # String limits equal the columns that store them (Run.previous_run, Run.model).
+    previous_run_id: Annotated[str, StringConstraints(max_length=40)] | None = None
+    model: Annotated[str, StringConstraints(max_length=200)] | None = None
     max_tokens: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
     temperature: Annotated[float, Field(ge=0, le=2)] | None = None
     run_metadata: dict[str, Any] | None = None

@@ -5,18 +5,24 @@ another process, the client disconnecting) stop a run at once: the model stream 
 flight is a task that gets cancelled, so the provider's HTTP request is closed immediately rather
 than at its next chunk.
 
-The watcher is one task per process. Every RUN_WATCH_INTERVAL seconds it renews the leases of all
-runs this process streams with one UPDATE and looks for cancels requested through the database
-with one SELECT (spec section 8: batched, never one query per run).
+The watcher is one task per process, started by the first API request or run. Every
+RUN_WATCH_INTERVAL seconds it renews the leases of all runs this process streams with one UPDATE,
+looks for cancels requested through the database with one SELECT, checkpoints the in-progress text
+of the runs whose text changed (at most once a second per run) with one UPDATE, and records the
+threads whose lease expired anywhere with one statement (spec sections 8 and 14: batched, never
+one query per run). A tick that fails (the database is away) is logged and the next one tries again.
 """
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
-from typing import Any, AsyncIterator, Awaitable, TypeVar
+import time
+from typing import AsyncIterator, Awaitable, TypeVar
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
+
+from tambo_project.db import db_call
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -24,6 +30,7 @@ T = TypeVar("T")
 _DONE = object()
 _CANCELLED = object()
 _YIELD_EVERY = 16
+CHECKPOINT_INTERVAL = 1.0  # seconds: the in-progress text of a run is checkpointed at most this often
 
 
 class RunCancelled(Exception):
@@ -40,6 +47,23 @@ class RunControl:
         self.settled = False
         self._task: asyncio.Task | None = None
         self._queue: asyncio.Queue | None = None
+        # The model step in progress (runs/step.py), set by the loop; the watcher checkpoints its text.
+        self.step = None
+        self.checkpointed: tuple[str, int] | None = None  # (message id, text length) last written
+        self.checkpointed_at = 0.0
+
+    def checkpoint_due(self, now: float) -> tuple[str, str] | None:
+        """(message id, text) when the step's text changed and the last checkpoint is old enough."""
+        step = self.step
+        if step is None or self.settled or now - self.checkpointed_at < CHECKPOINT_INTERVAL:
+            return None
+        text = step.text
+        if not text or self.checkpointed == (step.message_id, len(text)):
+            return None
+        return step.message_id, text
+
+    def checkpoint_written(self, message_id: str, text: str, now: float) -> None:
+        self.checkpointed, self.checkpointed_at = (message_id, len(text)), now
 
     @property
     def cancelled(self) -> bool:
@@ -121,7 +145,7 @@ class RunControl:
 
 
 class Watcher:
-    """The process-wide registry of streaming runs with its renew-and-poll loop."""
+    """The process-wide registry of streaming runs with its renew, poll, checkpoint and sweep loop."""
 
     def __init__(self) -> None:
         self.controls: dict[str, RunControl] = {}
@@ -130,10 +154,16 @@ class Watcher:
     def register(self, control: RunControl) -> None:
         """Adds a run; starts the watcher task on the running loop unless one already runs there."""
         self.controls[control.run_id] = control
+        self.ensure_started()
+
+    def ensure_started(self) -> None:
+        """Starts the watcher on the running loop unless it runs there already. Cheap: call it often."""
         loop = asyncio.get_running_loop()
         # A task left behind by a loop that closed without cancelling it is never done, yet never runs.
         if self._task is None or self._task.done() or self._task.get_loop() is not loop:
-            self._task = loop.create_task(self._loop())
+            # A fresh context: the watcher serves the whole process and must not inherit the context
+            # (and with it the sync thread) of the request that happened to start it.
+            self._task = loop.create_task(self._loop(), context=contextvars.Context())
 
     def unregister(self, control: RunControl) -> None:
         self.controls.pop(control.run_id, None)
@@ -143,18 +173,29 @@ class Watcher:
         return control.cancel(reason) if control is not None else False
 
     async def _loop(self) -> None:
-        while self.controls:
+        while True:
             await asyncio.sleep(settings.RUN_WATCH_INTERVAL)
-            run_ids = [rid for rid, control in self.controls.items() if not control.settled]
-            if not run_ids:
-                continue
             try:
-                flagged = await sync_to_async(_renew_and_poll)(run_ids)
-            except Exception:  # noqa: BLE001 - a failed tick must not kill the watcher
-                log.exception("Run watcher tick failed")
-                continue
-            for run_id in flagged:
-                self.cancel_local(run_id, "cancelled")
+                await self.tick()
+            except Exception as exc:  # noqa: BLE001 - a failed tick must not kill the watcher
+                _log_failure("Run watcher tick failed", exc)
+
+    async def tick(self) -> None:
+        """One round: renew, poll for cancels, checkpoint, sweep expired leases (one statement each)."""
+        now = time.monotonic()
+        run_ids = [rid for rid, control in self.controls.items() if not control.settled]
+        checkpoints = {}
+        for rid in run_ids:
+            due = self.controls[rid].checkpoint_due(now)
+            if due is not None:
+                checkpoints[rid] = due
+        flagged, written = await db_call(_tick_in_db, run_ids, checkpoints)
+        for rid, (message_id, text) in (checkpoints.items() if written else ()):
+            control = self.controls.get(rid)
+            if control is not None:
+                control.checkpoint_written(message_id, text, now)
+        for run_id in flagged:
+            self.cancel_local(run_id, "cancelled")
 
 
 def _renew_and_poll(run_ids: list[str]) -> list[str]:
@@ -167,10 +208,48 @@ def _renew_and_poll(run_ids: list[str]) -> list[str]:
         lock_renew(run_ids=run_ids)
         return list(Run.objects.filter(id__in=run_ids, cancel_requested=True).values_list("id", flat=True))
     except Exception:
-        # No request ever starts on the watcher's thread, so nothing else would close a connection
-        # that a database outage broke, and every later tick would fail on it.
+        # A connection that a database outage broke would fail every later call on this thread.
         close_old_connections()
         raise
+
+
+def _tick_in_db(run_ids: list[str], checkpoints: dict[str, tuple[str, str]]) -> tuple[list[str], bool]:
+    """The watcher's database work for one tick, on a database worker thread (`db_call`); returns the
+    runs flagged for cancel and whether the checkpoints were written.
+
+    Closes its connections at the end of every tick, so that an idle process holds none and a
+    connection that an outage broke is never reused (with a connection pool that is a return to it).
+    """
+    from django.db import connections
+
+    from runs.recovery import checkpoint_write, expired_sweep
+
+    try:
+        flagged = _renew_and_poll(run_ids) if run_ids else []
+        # Each part stands alone: a checkpoint that fails must not stop the sweep, nor lose the cancels.
+        written = True
+        try:
+            checkpoint_write(checkpoints=checkpoints)
+        except Exception as exc:  # noqa: BLE001 - logged; the next tick tries again
+            written = False
+            _log_failure("Run watcher: checkpoints failed", exc)
+        try:
+            expired_sweep()
+        except Exception as exc:  # noqa: BLE001 - logged; the next tick sweeps again
+            _log_failure("Run watcher: the expired-lease sweep failed", exc)
+        return flagged, written
+    finally:
+        connections.close_all()
+
+
+def _log_failure(what: str, exc: Exception) -> None:
+    from tambo_project.problems import is_database_unavailable
+
+    if is_database_unavailable(exc):
+        # Expected during an outage, several times a second: one line, no trace.
+        log.warning("%s: database unavailable (%s)", what, type(exc).__name__)
+    else:
+        log.error(what, exc_info=exc)
 
 
 watcher = Watcher()

@@ -16,44 +16,57 @@ from typing import Any, Callable
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from runs.models import Run
+from runs.recovery import DEAD_RUN_MESSAGE, partial_store
 from tambo_project.problems import Problem
-from threads.models import RunStatus, Thread
-
-LEASE_EXPIRED_CODE = "RUN_LEASE_EXPIRED"
+from threads.models import LEASE_EXPIRED_CODE, LEASE_EXPIRED_ERROR, RunStatus, Thread
 
 
 def _lease_deadline():
     return timezone.now() + timedelta(seconds=settings.RUN_LEASE_SECONDS)
 
 
+FINAL_RUN_STATUSES = (Run.Status.COMPLETED, Run.Status.CANCELLED, Run.Status.FAILED)
+
+
 def _fail_dead_run(thread: Thread) -> None:
-    """Records the run of an expired lease as failed. Caller holds the thread's row lock."""
+    """Records the run of an expired lease as failed and stores its checkpointed text as a
+    cancelled assistant message (spec section 14). Caller holds the thread's row lock."""
     now = timezone.now()
-    Run.objects.filter(id=thread.current_run_id).exclude(
-        status__in=[Run.Status.COMPLETED, Run.Status.CANCELLED, Run.Status.FAILED]
-    ).update(status=Run.Status.FAILED, error_code=LEASE_EXPIRED_CODE,
-             error_message="The server process running this run stopped responding.", finished_at=now)
-    thread.last_run_error = {"code": LEASE_EXPIRED_CODE,
-                             "message": "The previous run stopped responding and was abandoned."}
+    dead = Run.objects.filter(id=thread.current_run_id).exclude(status__in=FINAL_RUN_STATUSES).first()
+    if dead is not None:
+        Run.objects.filter(id=dead.id).update(status=Run.Status.FAILED, error_code=LEASE_EXPIRED_CODE,
+                                              error_message=DEAD_RUN_MESSAGE, finished_at=now)
+        partial_store(thread=thread, run=dead)
+    thread.last_run_error = dict(LEASE_EXPIRED_ERROR)
     thread.last_run_cancelled = None
 
 
-def lock_take(*, thread_id: str, run_id: str, in_lock: Callable[[Thread], Any] | None = None) -> Thread:
-    """Takes the run lock of a thread for `run_id` (IDLE → WAITING) and returns the locked thread.
+def lock_take(*, thread_id: str, run_id: str, in_lock: Callable[[Thread], Any] | None = None,
+              check: Callable[[Thread], Any] | None = None, queryset: QuerySet[Thread] | None = None,
+              status: str = RunStatus.WAITING) -> Thread:
+    """Takes the run lock of a thread for `run_id` (IDLE → `status`, WAITING unless the caller
+    starts streaming at once) and returns the locked thread.
 
-    Holds the thread's row lock for one short transaction. `in_lock(thread)` runs inside it, after
-    the check, so the caller can validate against the locked row and write what must change
-    atomically with the lock (the Run row, tool results, clearing pending ids); anything it raises
-    rolls everything back. Raises Problem 409 CONCURRENT_RUN while a live run holds the lock; an
-    expired lease is taken over and its run recorded as failed.
+    Holds the thread's row lock for one short transaction, read with one SELECT … FOR UPDATE of
+    `queryset` (default all threads; a caller narrows it to what the requester may see, and may
+    annotate it to read more in the same statement). `check(thread)` runs first, on the locked row,
+    for the checks that come before the lock's own (spec section 3). `in_lock(thread)` runs after
+    the lock check, so the caller can write what must change atomically with the lock (the Run row,
+    tool results, clearing pending ids); anything either raises rolls everything back. Raises
+    Problem 404 THREAD_NOT_FOUND when no row matches, 409 CONCURRENT_RUN while a live run holds the
+    lock; an expired lease is taken over and its run recorded as failed.
     """
     with transaction.atomic():
-        thread = Thread.objects.select_for_update().filter(pk=thread_id).first()
-        if thread is None:  # deleted since the caller looked it up
+        rows = (Thread.objects.all() if queryset is None else queryset).select_for_update(of=("self",))
+        thread = rows.filter(pk=thread_id).first()
+        if thread is None:  # unknown, not the requester's, or deleted since the caller looked it up
             raise Problem(404, "THREAD_NOT_FOUND", f"Thread {thread_id} was not found.")
+        if check is not None:
+            check(thread)
         if thread.run_status != RunStatus.IDLE:
             if thread.has_live_run:
                 raise Problem(409, "CONCURRENT_RUN", "Another run is active on this thread.",
@@ -61,13 +74,24 @@ def lock_take(*, thread_id: str, run_id: str, in_lock: Callable[[Thread], Any] |
             _fail_dead_run(thread)
         if in_lock is not None:
             in_lock(thread)
-        thread.run_status = RunStatus.WAITING
-        thread.current_run_id = run_id
-        thread.lease_expires_at = _lease_deadline()
-        thread.status_message = None
-        thread.updated_at = timezone.now()
+        _hold(thread, run_id, status)
         thread.save()
     return thread
+
+
+def lock_take_created(*, thread: Thread, run_id: str, status: str = RunStatus.WAITING) -> None:
+    """Takes the lock of a thread created in the caller's open transaction: nobody else can see
+    the row yet, so there is nothing to check and no row lock to wait for."""
+    _hold(thread, run_id, status)
+    thread.save(update_fields=["run_status", "current_run_id", "lease_expires_at", "status_message", "updated_at"])
+
+
+def _hold(thread: Thread, run_id: str, status: str) -> None:
+    thread.run_status = status
+    thread.current_run_id = run_id
+    thread.lease_expires_at = _lease_deadline()
+    thread.status_message = None
+    thread.updated_at = timezone.now()
 
 
 def lock_mark_streaming(*, thread_id: str, run_id: str) -> bool:
@@ -91,32 +115,35 @@ def lock_renew(*, run_ids: list[str]) -> int:
 
 
 def lock_release(*, thread_id: str, run_id: str, run_status: str, thread_fields: dict[str, Any] | None = None,
-                 error_code: str | None = None, error_message: str | None = None) -> bool:
+                 error_code: str | None = None, error_message: str | None = None,
+                 run_fields: dict[str, Any] | None = None) -> bool:
     """Releases the lock held by `run_id` (→ IDLE) and records how the run ended.
 
     Holds the thread's row lock for one short transaction. Only the holder can release: for any
     other run this changes nothing and returns False (its lease was taken over, for instance).
-    `thread_fields` are set on the thread in the same transaction (pending ids, last run …).
+    `thread_fields` are set on the thread in the same transaction (pending ids, last run …), and
+    `run_fields` on the run (its token usage).
     """
+    now = timezone.now()
     with transaction.atomic():
-        thread = Thread.objects.select_for_update().filter(pk=thread_id).first()
-        if thread is None or thread.current_run_id != run_id or thread.run_status == RunStatus.IDLE:
+        # One conditional UPDATE is the check and the write: it takes the row lock and changes the
+        # row only while `run_id` holds the lock.
+        released = Thread.objects.filter(pk=thread_id, current_run_id=run_id).exclude(
+            run_status=RunStatus.IDLE).update(run_status=RunStatus.IDLE, current_run_id=None, lease_expires_at=None,
+                                              updated_at=now, **(thread_fields or {}))
+        if not released:
             return False
-        for field, value in (thread_fields or {}).items():
-            setattr(thread, field, value)
-        thread.run_status = RunStatus.IDLE
-        thread.current_run_id = None
-        thread.lease_expires_at = None
-        thread.updated_at = timezone.now()
-        thread.save()
         Run.objects.filter(id=run_id).update(status=run_status, error_code=error_code,
-                                             error_message=error_message, finished_at=timezone.now())
+                                             error_message=error_message, finished_at=now, **(run_fields or {}))
     return True
 
 
 def lock_request_cancel(*, thread_id: str, run_id: str) -> bool:
-    """Flags the active run for cancellation; the process streaming it sees the flag (runs/watcher.py)."""
-    held = Thread.objects.filter(pk=thread_id, current_run_id=run_id).exclude(run_status=RunStatus.IDLE).exists()
+    """Flags the active run for cancellation; the process streaming it sees the flag (runs/control.py).
+
+    A run whose lease expired is not active: False, and nothing is flagged or freed."""
+    held = Thread.objects.filter(pk=thread_id, current_run_id=run_id, lease_expires_at__gt=timezone.now()).exclude(
+        run_status=RunStatus.IDLE).exists()
     if not held:
         return False
     Run.objects.filter(id=run_id).update(cancel_requested=True)

@@ -3,75 +3,71 @@
 Each iteration is one model step: stream the model's output as events, store the assistant message
 when it ends, run server-side tools and components inline and go round again, or pause on client
 tools (pending ids stored and the lock released *before* `tambo.run.awaiting_input`), or finish.
-Database work goes through sync_to_async a few times per step, never per token, and no transaction
-is open while the model or a tool runs.
+Database work goes through db_call (tambo_project/db.py) a few times per step, never per token, and no
+transaction is open while the model or a tool runs.
 """
 from __future__ import annotations
 
-import asyncio
 import logging
-from typing import Any, AsyncIterator
+from typing import AsyncIterator
 
 from ag_ui.core import BaseEvent, CustomEvent, RunErrorEvent, RunFinishedEvent, RunFinishedSuccessOutcome
 from ag_ui.core import RunStartedEvent, ToolCallResultEvent
-from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import close_old_connections
 
-from runs import services
+from runs import services, settle
 from runs.control import RunCancelled, RunControl
 from runs.history import build_model_messages, component_result_text
-from runs.lock import LEASE_EXPIRED_CODE, lock_mark_streaming
+from runs.lock import LEASE_EXPIRED_CODE
 from runs.providers.base import ModelError, ModelRequest, Provider, StepEnd
 from runs.services import StartedRun, call_signature
 from runs.step import Call, Step
-from tools.toolbox import ToolResult, Toolbox, build_toolbox, error_result, load_mcp_tools, mcp_configs
+from tambo_project.db import db_call
+from tambo_project.problems import is_database_unavailable
+from tools.toolbox import ToolResult, Toolbox, build_toolbox, error_result, load_mcp_tools
 
 log = logging.getLogger(__name__)
 
 MAX_STEPS = 50
 LIMIT_NOTE = " Answer the user now without calling more tools."
-CRASH_RELEASE_DELAYS = (0.0, 0.5, 2.0)  # seconds before each try to record a crashed run as failed
+UNAVAILABLE_CODE = "SERVICE_UNAVAILABLE"  # the database went away during the run (retryable)
 
 
 async def advance(started: StartedRun, control: RunControl, provider: Provider) -> AsyncIterator[BaseEvent]:
     """The run's events, from RUN_STARTED to exactly one RUN_FINISHED or RUN_ERROR.
 
     Whatever escapes the loop itself (typically the database failing while the loop records how the
-    run ended) still ends the stream with RUN_ERROR INTERNAL_ERROR, and the run is recorded as failed
-    and its lock released, retrying briefly; if the database stays away, the lease expires instead.
+    run ended, or a failure the consumer throws in at a yield: see runs/guard.py) still ends the
+    stream with RUN_ERROR, and the run is recorded as failed with the unsaved step stored and its
+    lock released: at once if the database answers, else in the background (runs/settle.py).
     """
     ended = False
+    inner = _advance(started, control, provider)
     try:
-        async for event in _advance(started, control, provider):
+        async for event in inner:
             ended = ended or isinstance(event, (RunFinishedEvent, RunErrorEvent))
             yield event
-    except Exception:
+    except Exception as exc:
         log.exception("Run %s failed while ending", started.run.id)
         if ended:
             return
-        await _fail_after_crash(started)
-        control.settled = True
-        yield RunErrorEvent(message="An internal error occurred.", code="INTERNAL_ERROR", category="server_error",
-                            isRetryable=True)
-
-
-async def _fail_after_crash(started: StartedRun) -> None:
-    for delay in CRASH_RELEASE_DELAYS:
-        await asyncio.sleep(delay)
+        code, message = _failure_code(exc)
+        was_cancelled = control.cancelled  # the failure came while storing a cancel
+        control.cancel("failed")  # stops the model call or tool in flight at once
         try:
-            await sync_to_async(_run_failed_fresh)(started)
-            return
-        except Exception:  # noqa: BLE001 - retried; the lease is the last resort
-            log.warning("Run %s: could not record the failure yet", started.run.id)
-    log.error("Run %s: could not release its lock; it is freed when its lease expires", started.run.id)
+            await inner.aclose()
+        except Exception:  # noqa: BLE001 - the run is being ended anyway
+            log.warning("Run %s: closing the loop failed", started.run.id, exc_info=True)
+        control.settled = True
+        await settle.run_end(thread=started.thread, run=started.run, step=control.step, code=code, message=message,
+                             cancelled=was_cancelled)
+        yield RunErrorEvent(message=message, code=code, category="server_error", isRetryable=True)
 
 
-def _run_failed_fresh(started: StartedRun) -> None:
-    # A connection broken by the outage would fail every retry: drop it so Django opens a new one.
-    close_old_connections()
-    services.run_failed(thread=started.thread, run=started.run, code="INTERNAL_ERROR",
-                        message="An internal error occurred.")
+def _failure_code(exc: BaseException) -> tuple[str, str]:
+    if is_database_unavailable(exc):
+        return UNAVAILABLE_CODE, "The service became unavailable during the run."
+    return "INTERNAL_ERROR", "An internal error occurred."
 
 
 async def _advance(started: StartedRun, control: RunControl, provider: Provider) -> AsyncIterator[BaseEvent]:
@@ -80,19 +76,20 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
     step: Step | None = None
     persisted: Step | None = None
     try:
-        await sync_to_async(lock_mark_streaming)(thread_id=thread.id, run_id=run.id)
+        # run_start took the lock straight into STREAMING and read the project's tools with it.
         toolbox = await _toolbox(started)
         messages = build_model_messages(thread.project.system_prompt, started.history)
         counts = _Counts(started)
         for _ in range(MAX_STEPS):
             persisted = None  # a cancel from here on leaves the previous, finished step alone
             control.check()
-            step = Step(message_id=services.new_message_id(), toolbox=toolbox)
+            step = control.step = Step(message_id=services.new_message_id(), toolbox=toolbox)
             async for event in _model_step(step, messages, started, provider, control):
                 yield event
-            await sync_to_async(services.step_persist)(thread=thread, run=run, message_id=step.message_id,
-                                                       content=step.content(), cancelled=False)
+            await db_call(services.step_persist, thread=thread, run=run, message_id=step.message_id,
+                          content=step.content(), cancelled=False)
             persisted, step = step, None
+            control.step = None  # stored: nothing left to checkpoint or to store after a crash
             messages.append(persisted.model_message())
             pending: list[Call] = []
             async for event in _resolve_calls(started, persisted, toolbox, counts, control, messages, pending):
@@ -102,7 +99,7 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
                     yield event
                 return
             if not persisted.calls:
-                released = await sync_to_async(services.run_complete)(thread=thread, run=run)
+                released = await db_call(services.run_complete, thread=thread, run=run)
                 control.settled = True
                 yield RunFinishedEvent(thread_id=thread.id, run_id=run.id) if released else _lost_lock()
                 return
@@ -113,10 +110,10 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
     except ModelError as exc:
         async for event in _end_failed(started, control, step, exc.code, exc.message, exc.category, exc.retryable):
             yield event
-    except Exception:
+    except Exception as exc:
         log.exception("Run %s failed", run.id)
-        async for event in _end_failed(started, control, step, "INTERNAL_ERROR", "An internal error occurred.",
-                                       "server_error", True):
+        code, message = _failure_code(exc)
+        async for event in _end_failed(started, control, step, code, message, "server_error", True):
             yield event
 
 
@@ -143,22 +140,15 @@ async def _resolve_calls(started: StartedRun, persisted: Step, toolbox: Toolbox,
                                           content=model_text, role="tool")
     finally:
         if results:
-            await sync_to_async(services.step_persist)(thread=started.thread, run=started.run,
-                                                       message_id=persisted.message_id, content=[],
-                                                       cancelled=False, tool_messages=results)
+            await db_call(services.step_persist, thread=started.thread, run=started.run,
+                          message_id=persisted.message_id, content=[], cancelled=False, tool_messages=results)
 
 
 async def _toolbox(started: StartedRun) -> Toolbox:
     body = started.body
-    project = started.thread.project
-
-    def read() -> tuple[Toolbox, list[Any]]:
-        box = build_toolbox(project=project, client_tools=body.tools or [],
-                            components=body.available_components or [])
-        return box, mcp_configs(project)
-
-    toolbox, configs = await sync_to_async(read)()
-    toolbox.mcp_tools = await load_mcp_tools(configs)
+    toolbox = build_toolbox(project=started.thread.project, client_tools=body.tools or [],
+                            components=body.available_components or [], enabled=started.tools.enabled)
+    toolbox.mcp_tools = await load_mcp_tools(started.tools.mcp_configs)
     return toolbox
 
 
@@ -174,6 +164,9 @@ async def _model_step(step: Step, messages: list[dict], started: StartedRun, pro
     async for delta in control.stream(provider.stream(request)):
         if isinstance(delta, StepEnd):
             step.finish_reason = delta.finish_reason
+            if delta.usage:
+                # Kept on the run in memory; step_persist writes it with the step's message.
+                started.run.usage = services.usage_add(started.run.usage, delta.usage)
             continue
         for event in step.on_delta(delta):
             yield event
@@ -242,7 +235,7 @@ async def _pause(started: StartedRun, control: RunControl, pending: list[Call]) 
     thread, run = started.thread, started.run
     ids = [call.id for call in pending]
     # The lock is released before the client hears it may answer, so its continuation cannot race us.
-    released = await sync_to_async(services.run_pause)(thread=thread, run=run, pending_ids=ids)
+    released = await db_call(services.run_pause, thread=thread, run=run, pending_ids=ids)
     control.settled = True
     if not released:
         # Another run took the lock over (this one stopped renewing it): nothing was recorded as
@@ -262,7 +255,7 @@ async def _save_partial(started: StartedRun, step: Step | None, cancelled: bool,
             return
         if persisted is not None:
             # Cancelled while its tools ran: the step's message is stored already; mark it.
-            await sync_to_async(services.message_mark_cancelled)(message_id=persisted.message_id)
+            await db_call(services.message_mark_cancelled, message_id=persisted.message_id)
             return
         step_content: list[dict] = []
         message_id = services.new_message_id()
@@ -270,14 +263,14 @@ async def _save_partial(started: StartedRun, step: Step | None, cancelled: bool,
         step.cancel()
         step_content, message_id = step.content(), step.message_id
     if step_content or cancelled:
-        await sync_to_async(services.step_persist)(thread=started.thread, run=started.run, message_id=message_id,
-                                                   content=step_content, cancelled=cancelled)
+        await db_call(services.step_persist, thread=started.thread, run=started.run, message_id=message_id,
+                      content=step_content, cancelled=cancelled)
 
 
 async def _end_cancelled(started: StartedRun, control: RunControl, step: Step | None,
                          persisted: Step | None) -> AsyncIterator[BaseEvent]:
     await _save_partial(started, step, cancelled=True, persisted=persisted)
-    await sync_to_async(services.run_cancelled)(thread=started.thread, run=started.run)
+    await db_call(services.run_cancelled, thread=started.thread, run=started.run)
     control.settled = True
     yield RunErrorEvent(message="The run was cancelled.", code="CANCELLED", category="client_error",
                         isRetryable=False)
@@ -289,6 +282,6 @@ async def _end_failed(started: StartedRun, control: RunControl, step: Step | Non
         await _save_partial(started, step, cancelled=False)
     except Exception:  # noqa: BLE001 - the lock must be released even if storing the partial fails
         log.exception("Could not store the partial message of run %s", started.run.id)
-    await sync_to_async(services.run_failed)(thread=started.thread, run=started.run, code=code, message=message)
+    await db_call(services.run_failed, thread=started.thread, run=started.run, code=code, message=message)
     control.settled = True
     yield RunErrorEvent(message=message, code=code, category=category, isRetryable=retryable)

@@ -1,6 +1,5 @@
 """Runs: one model-driven turn of a thread, from the request that starts it to its last event."""
 from django.db import models
-from django.utils import timezone
 
 from tambo_project.clock import now_unique
 from tambo_project.ids import new_id
@@ -31,6 +30,12 @@ class Run(models.Model):
     created_at = models.DateTimeField(default=now_unique)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Token counts summed over the run's model steps, as the provider reported them (None: it did not).
+    usage = models.JSONField(null=True, blank=True)
+    # The in-progress assistant message as last checkpointed by the streaming process's watcher
+    # (runs/recovery.py), so a process that dies does not take the text its client saw with it.
+    partial_message_id = models.CharField(max_length=40, null=True, blank=True)
+    partial_text = models.TextField(null=True, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["thread", "created_at"], name="run_thread_idx")]

@@ -1,20 +1,22 @@
 """Starting runs and recording what they produce. Synchronous; the async loop calls them through
-sync_to_async, a handful of times per run (never per token)."""
+db_call (tambo_project/db.py), a handful of times per run (never per token)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from clientsdk import types as wire
-from runs.lock import lock_release, lock_take
+from runs.lock import lock_release, lock_take, lock_take_created
 from runs.models import Run
 from tambo_project.auth import Principal
 from tambo_project.ids import new_id
 from tambo_project.problems import Problem
 from threads import selectors, services as thread_services
-from threads.models import Message, Thread
+from threads.models import Message, RunStatus, Thread
+from tools.selectors import ProjectTools, project_tools, project_tools_of, tool_annotations
 
 ABANDONED_TEXT = "The user sent a new message instead of answering this tool call."
 
@@ -30,6 +32,7 @@ class StartedRun:
     created_thread: bool = False
     tool_counts: dict[str, int] = field(default_factory=dict)  # calls made earlier in this user turn
     identical_counts: dict[str, int] = field(default_factory=dict)
+    tools: ProjectTools = field(default_factory=ProjectTools)  # the project's server tools, read with the lock
 
 
 def _tool_results(body: wire.CreateRunBody) -> dict[str, wire.InToolResultBlock]:
@@ -42,7 +45,8 @@ def _check_previous_run(thread: Thread, body: wire.CreateRunBody) -> None:
         raise Problem(400, "INVALID_PREVIOUS_RUN",
                       "previousRunId must be the id of the thread's last completed run.",
                       lastCompletedRunId=thread.last_completed_run_id)
-    if not thread.last_completed_run_id and body.previous_run_id:
+    # `is not None`: an empty previousRunId names no run either, and stored it would break the foreign key.
+    if not thread.last_completed_run_id and body.previous_run_id is not None:
         raise Problem(400, "INVALID_PREVIOUS_RUN", "The thread has no completed run to continue.")
 
 
@@ -62,38 +66,65 @@ def _check_tool_results(thread: Thread, results: dict[str, Any]) -> None:
 def run_start(*, principal: Principal, body: wire.CreateRunBody, thread_id: str | None) -> StartedRun:
     """Checks a run request (spec section 3, checks 2-5), takes the lock and stores the new message.
 
-    The Run row, the tool results (as tool messages), the abandoned calls' error results and the
-    user's message are written in the lock's transaction, with the pending ids cleared there too.
-    On a new thread (`thread_id` None) the thread is created in the same transaction, so a rejected
-    request leaves nothing behind. Raises Problem for every rejection.
+    One transaction: the thread is read once, locked (`SELECT … FOR UPDATE`, scoped to the
+    requester) together with the project's tools; the Run row, the tool results (as tool
+    messages), the abandoned calls' error results and the user's message are written in it, with
+    the pending ids cleared there too. On a new thread (`thread_id` None) the thread is created in
+    the same transaction, so a rejected request leaves nothing behind. The lock is taken straight
+    into STREAMING: the loop starts the model at once. Raises Problem for every rejection.
     """
-    created = thread_id is None
+    run = Run(previous_run_id=body.previous_run_id, model=body.model, request_params=_request_params(body),
+              status=Run.Status.STREAMING, started_at=timezone.now())
     with transaction.atomic():
-        if created:
-            thread = _new_thread(principal, body)
+        if thread_id is None:
+            thread, history = _start_new_thread(principal, body, run)
+            tools = project_tools_of(principal.project)
         else:
-            user_key = principal.user_key(body.user_key)
-            thread = selectors.thread_get(project=principal.project, user_key=user_key, thread_id=thread_id)
-            # Checked before the lock so a bad request is told so even while a run streams.
-            _check_previous_run(thread, body)
-            _check_tool_results(thread, _tool_results(body))
-        run = Run(thread=thread, previous_run_id=body.previous_run_id, model=body.model,
-                  request_params=_request_params(body))
-
-        def in_lock(locked: Thread) -> None:
-            _check_previous_run(locked, body)
-            results = _tool_results(body)
-            _check_tool_results(locked, results)
-            run.save(force_insert=True)
-            _store_input(locked, run, body, results)
-            locked.pending_tool_call_ids = []
-
-        thread = lock_take(thread_id=thread.id, run_id=run.id, in_lock=in_lock)
+            thread = _start_on_thread(principal, body, run, thread_id)
+            tools = project_tools(thread)
+            history = selectors.messages_all(thread=thread)
     thread.project = principal.project  # the loop reads it from async code: no lazy loads there
-    history = selectors.messages_all(thread=thread)
-    started = StartedRun(thread=thread, run=run, body=body, history=history, created_thread=created)
+    started = StartedRun(thread=thread, run=run, body=body, history=history, created_thread=thread_id is None,
+                         tools=tools)
     _count_turn_tool_calls(started)
     return started
+
+
+def _start_new_thread(principal: Principal, body: wire.CreateRunBody, run: Run) -> tuple[Thread, list[Message]]:
+    """Creates the thread, locked for `run`, and stores the input; returns it with its history.
+    Caller holds the transaction."""
+    thread = _new_thread(principal, body)
+    _check_previous_run(thread, body)
+    _check_tool_results(thread, _tool_results(body))
+    run.thread = thread
+    run.save(force_insert=True)
+    stored = _store_input(thread, run, body, {})
+    lock_take_created(thread=thread, run_id=run.id, status=RunStatus.STREAMING)
+    spec = getattr(body, "thread", None)
+    # Without initial messages the history is exactly what was just stored: no need to read it back.
+    history = selectors.messages_all(thread=thread) if spec is not None and spec.initial_messages else stored
+    return thread, history
+
+
+def _start_on_thread(principal: Principal, body: wire.CreateRunBody, run: Run, thread_id: str) -> Thread:
+    """Locks the requester's thread for `run` and stores the input. Caller holds the transaction."""
+    user_key = principal.user_key(body.user_key)
+    results = _tool_results(body)
+
+    def check(locked: Thread) -> None:
+        # Before the lock's own check, so a bad request is told so even while a run streams.
+        _check_previous_run(locked, body)
+        _check_tool_results(locked, results)
+
+    def in_lock(locked: Thread) -> None:
+        run.thread = locked
+        run.save(force_insert=True)
+        _store_input(locked, run, body, results)
+        locked.pending_tool_call_ids = []
+
+    scope = Thread.objects.filter(project=principal.project, user_key=user_key).annotate(**tool_annotations())
+    return lock_take(thread_id=thread_id, run_id=run.id, check=check, in_lock=in_lock, queryset=scope,
+                     status=RunStatus.STREAMING)
 
 
 def _new_thread(principal: Principal, body: wire.CreateRunBody) -> Thread:
@@ -112,8 +143,10 @@ def _request_params(body: wire.CreateRunBody) -> dict[str, Any]:
     return params
 
 
-def _store_input(thread: Thread, run: Run, body: wire.CreateRunBody, results: dict[str, Any]) -> None:
-    """Writes the request's message. Caller holds the thread's run lock transaction."""
+def _store_input(thread: Thread, run: Run, body: wire.CreateRunBody, results: dict[str, Any]) -> list[Message]:
+    """Writes the request's message; returns the messages stored. Caller holds the thread's run
+    lock transaction."""
+    stored: list[Message] = []
     other = [b.wire() for b in body.message.content if not isinstance(b, wire.InToolResultBlock)]
     pending = thread.pending_tool_call_ids or []
     for index, tool_use_id in enumerate(pending):
@@ -124,16 +157,29 @@ def _store_input(thread: Thread, run: Run, body: wire.CreateRunBody, results: di
         # A continuation's context reaches the model too (spec section 4); with no user text to
         # carry it, it rides on the last tool result rather than on an empty user message.
         context = body.message.additional_context if (not other and index == len(pending) - 1) else None
-        thread_services.message_create(thread=thread, role=Message.Role.TOOL, content=[block], run_id=run.id,
-                                       tool_call_id=tool_use_id, additional_context=context)
-    if other or not results:
-        thread_services.message_create(thread=thread, role=Message.Role.USER, content=other, run_id=run.id,
-                                       metadata=body.message.metadata,
-                                       additional_context=body.message.additional_context)
-    if body.previous_run_id:
-        # The paused run this one answers is done now.
+        stored.append(thread_services.message_create(
+            thread=thread, role=Message.Role.TOOL, content=[block], run_id=run.id, tool_call_id=tool_use_id,
+            additional_context=context))
+    if (other or not results) and not _is_retry_of_failed_turn(thread, other):
+        stored.append(thread_services.message_create(
+            thread=thread, role=Message.Role.USER, content=other, run_id=run.id, metadata=body.message.metadata,
+            additional_context=body.message.additional_context))
+    if body.previous_run_id and pending:
+        # The paused run this one answers is done now (only a paused run leaves calls pending).
         Run.objects.filter(id=body.previous_run_id, status=Run.Status.AWAITING_INPUT).update(
             status=Run.Status.COMPLETED)
+    return stored
+
+
+def _is_retry_of_failed_turn(thread: Thread, content: list[dict]) -> bool:
+    """True when `content` repeats the user message of the thread's last run, which failed before it
+    stored anything after that message: the run then answers the message already stored (a Retry),
+    instead of storing it a second time. Caller holds the thread's run lock transaction."""
+    if not content or not thread.last_run_error or not thread.last_completed_run_id:
+        return False
+    last = thread.messages.order_by("-created_at", "-id").first()
+    return (last is not None and last.role == Message.Role.USER and last.run_id == thread.last_completed_run_id
+            and last.content == content)
 
 
 def _count_turn_tool_calls(started: StartedRun) -> None:
@@ -168,6 +214,15 @@ def step_persist(*, thread: Thread, run: Run, message_id: str, content: list[dic
                                            tool_call_id=tool_call_id, parent_message_id=message_id)
 
 
+def usage_add(total: dict[str, int] | None, step: dict[str, Any]) -> dict[str, int]:
+    """Sums one step's token counts into the run's (only the integer counts; the rest is the provider's)."""
+    result = dict(total or {})
+    for key, value in step.items():
+        if isinstance(value, int) and not isinstance(value, bool):
+            result[key] = result.get(key, 0) + value
+    return result
+
+
 def message_mark_cancelled(*, message_id: str) -> None:
     Message.objects.filter(id=message_id).update(is_cancelled=True)
 
@@ -175,13 +230,15 @@ def message_mark_cancelled(*, message_id: str) -> None:
 def run_pause(*, thread: Thread, run: Run, pending_ids: list[str]) -> bool:
     return lock_release(thread_id=thread.id, run_id=run.id, run_status=Run.Status.AWAITING_INPUT,
                         thread_fields={"pending_tool_call_ids": pending_ids, "last_completed_run_id": run.id,
-                                       "last_run_cancelled": None, "last_run_error": None})
+                                       "last_run_cancelled": None, "last_run_error": None},
+                        run_fields=_run_fields(run))
 
 
 def run_complete(*, thread: Thread, run: Run) -> bool:
     return lock_release(thread_id=thread.id, run_id=run.id, run_status=Run.Status.COMPLETED,
                         thread_fields={"pending_tool_call_ids": [], "last_completed_run_id": run.id,
-                                       "last_run_cancelled": None, "last_run_error": None})
+                                       "last_run_cancelled": None, "last_run_error": None},
+                        run_fields=_run_fields(run))
 
 
 def run_cancelled(*, thread: Thread, run: Run) -> bool:
@@ -189,7 +246,7 @@ def run_cancelled(*, thread: Thread, run: Run) -> bool:
     return lock_release(thread_id=thread.id, run_id=run.id, run_status=Run.Status.CANCELLED,
                         thread_fields={"pending_tool_call_ids": [], "last_completed_run_id": run.id,
                                        "last_run_cancelled": True, "last_run_error": None},
-                        error_code="CANCELLED", error_message="The run was cancelled.")
+                        error_code="CANCELLED", error_message="The run was cancelled.", run_fields=_run_fields(run))
 
 
 def run_failed(*, thread: Thread, run: Run, code: str, message: str) -> bool:
@@ -197,7 +254,12 @@ def run_failed(*, thread: Thread, run: Run, code: str, message: str) -> bool:
                         thread_fields={"pending_tool_call_ids": [], "last_completed_run_id": run.id,
                                        "last_run_cancelled": None,
                                        "last_run_error": {"code": code, "message": message}},
-                        error_code=code, error_message=message)
+                        error_code=code, error_message=message, run_fields=_run_fields(run))
+
+
+def _run_fields(run: Run) -> dict[str, Any]:
+    # The token usage summed over the run's steps is stored once, with how the run ended.
+    return {"usage": run.usage} if run.usage is not None else {}
 
 
 def run_cancel_request(*, principal: Principal, thread_id: str, run_id: str, user_key_raw: object) -> None:

@@ -1,15 +1,77 @@
-"""AG-UI events → SSE bytes. Each event is encoded once; ready events are written together."""
+"""AG-UI events → SSE bytes. Each event is encoded once; ready events are written together.
+
+TEXT_MESSAGE_CONTENT, by far the most frequent event, is encoded from a bytes template with
+orjson instead of through the pydantic model: the bytes are identical (tests/runs/test_sse.py
+checks quotes, newlines, emoji, U+2028, backslashes and control characters against ag_ui's own
+encoding), at a fraction of the cost. Several text deltas of one message that are ready together
+go out as one event (`merge_text`), with the text unchanged.
+"""
 from __future__ import annotations
 
 import time
+from typing import Iterable
 
-from ag_ui.core import BaseEvent
+import orjson
+from ag_ui.core import BaseEvent, TextMessageContentEvent
 
 
 def encode_event(event: BaseEvent) -> bytes:
     if event.timestamp is None:
         event.timestamp = int(time.time() * 1000)
+    if type(event) is TextMessageContentEvent and event.raw_event is None:
+        return b'data: {"type":"TEXT_MESSAGE_CONTENT","timestamp":%d,"messageId":%b,"delta":%b}\n\n' % (
+            event.timestamp, orjson.dumps(event.message_id), orjson.dumps(event.delta))
     return b"data: " + event.model_dump_json(by_alias=True, exclude_none=True).encode() + b"\n\n"
+
+
+def merge_text(events: Iterable[BaseEvent]) -> list[BaseEvent]:
+    """The same events, with each run of consecutive TEXT_MESSAGE_CONTENT of one message folded
+    into one whose delta is their deltas joined (and whose timestamp is the first one's)."""
+    merged: list[BaseEvent] = []
+    parts: list[str] = []
+    for event in events:
+        if type(event) is TextMessageContentEvent and event.raw_event is None:
+            last = merged[-1] if merged else None
+            if parts and type(last) is TextMessageContentEvent and last.message_id == event.message_id:
+                parts.append(event.delta)
+                continue
+            _close(merged, parts)
+            parts = [event.delta]
+        else:
+            _close(merged, parts)
+            parts = []
+        merged.append(event)
+    _close(merged, parts)
+    return merged
+
+
+def join_encoded(items: list[tuple[bytes, BaseEvent | None]]) -> bytes:
+    """The bytes of events encoded one by one (runs/guard.py), ready to write together; each run of
+    consecutive TEXT_MESSAGE_CONTENT of one message goes out as one event (`merge_text`). The deltas
+    each encoded alone, so their join encodes too: this cannot fail where the first encoding did not."""
+    out: list[bytes] = []
+    i = 0
+    while i < len(items):
+        data, event = items[i]
+        j = i + 1
+        if _is_text(event):
+            while j < len(items) and _is_text(items[j][1]) and items[j][1].message_id == event.message_id:
+                j += 1
+        out.append(encode_event(merge_text([e for _, e in items[i:j]])[0]) if j - i > 1 else data)
+        i = j
+    return b"".join(out)
+
+
+def _is_text(event: BaseEvent | None) -> bool:
+    return type(event) is TextMessageContentEvent and event.raw_event is None
+
+
+def _close(merged: list[BaseEvent], parts: list[str]) -> None:
+    if len(parts) > 1:
+        first = merged[-1]
+        merged[-1] = TextMessageContentEvent.model_construct(
+            type=first.type, timestamp=first.timestamp, raw_event=None, message_id=first.message_id,
+            delta="".join(parts))
 
 
 SSE_HEADERS = {

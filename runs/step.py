@@ -50,10 +50,17 @@ class Call:
 class Step:
     message_id: str
     toolbox: Toolbox
-    text: str = ""
     text_open: bool = False
     calls: dict[int, Call] = field(default_factory=dict)
     finish_reason: str | None = None
+    # Text accumulates as parts joined once when read: `+=` on a long answer would copy it per delta.
+    _text_parts: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        if len(self._text_parts) > 1:
+            self._text_parts[:] = ["".join(self._text_parts)]
+        return self._text_parts[0] if self._text_parts else ""
 
     def on_delta(self, delta: TextDelta | ToolCallDelta) -> Iterator[BaseEvent]:
         if isinstance(delta, TextDelta):
@@ -62,8 +69,9 @@ class Step:
             if not self.text_open:
                 self.text_open = True
                 yield TextMessageStartEvent(message_id=self.message_id, role="assistant")
-            self.text += delta.text
-            yield TextMessageContentEvent(message_id=self.message_id, delta=delta.text)
+            self._text_parts.append(delta.text)
+            # Validated already (a non-empty str): the hot path skips pydantic's validation.
+            yield TextMessageContentEvent.model_construct(message_id=self.message_id, delta=delta.text)
             return
         call = self.calls.get(delta.index)
         if call is None:

@@ -7,10 +7,8 @@ cancelled (unless it already paused for client tools) and still stored and unloc
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 
-from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
@@ -20,20 +18,16 @@ from runs import services
 from runs.control import RunControl, watcher
 from runs.loop import advance
 from runs.providers import get_provider
-from runs.sse import SSE_HEADERS, encode_event
+from runs.guard import encode_into
+from runs.sse import SSE_HEADERS, join_encoded
 from tambo_project.auth import aresolve_principal
-from tambo_project.problems import Problem, response_for, validation_error
+from tambo_project.db import db_call
+from tambo_project.input_guard import request_json
+from tambo_project.problems import Problem, response_for
 from tambo_project.validation import parse_body
 
 log = logging.getLogger(__name__)
 _END = object()
-
-
-def _json_body(request: HttpRequest) -> object:
-    try:
-        return json.loads(request.body or b"null")
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise validation_error("The request body is not valid JSON.", field="body") from None
 
 
 @csrf_exempt
@@ -52,33 +46,41 @@ async def _start(request: HttpRequest, thread_id: str | None) -> HttpResponse:
     try:
         principal = await aresolve_principal(request)
         model = wire.CreateThreadWithRunBody if thread_id is None else wire.CreateRunBody
-        body = parse_body(model, _json_body(request))
-        started = await _run_start(principal=principal, body=body, thread_id=thread_id)
+        body = parse_body(model, request_json(request))
+        started = await run_start_shielded(services.run_start, principal=principal, body=body, thread_id=thread_id)
     except Problem as problem:
         return response_for(problem, request.path)
+    response = stream_run(started)
+    if thread_id is None:
+        response["X-Thread-Id"] = started.thread.id
+    return response
+
+
+def stream_run(started: services.StartedRun, adapt=None) -> StreamingHttpResponse:
+    """The SSE answer streaming the advance loop of a started run; `adapt`, if given, maps its events
+    (the AG-UI endpoint's, runs/agui_views.py)."""
     control = RunControl(started.run.id)
     watcher.register(control)
     queue: asyncio.Queue = asyncio.Queue()
     reading = asyncio.Event()
-    producer = asyncio.create_task(
-        _produce(advance(started, control, get_provider()), queue, control, reading))
+    events = advance(started, control, get_provider())
+    producer = asyncio.create_task(_produce(adapt(events) if adapt else events, queue, control, reading))
     response = StreamingHttpResponse(_write(queue, producer, control, reading), content_type="text/event-stream")
     for header, value in SSE_HEADERS.items():
         response[header] = value
     response["X-Run-Id"] = started.run.id
-    if thread_id is None:
-        response["X-Thread-Id"] = started.thread.id
     return response
 
 
 _orphans: set[asyncio.Task] = set()  # strong references, so the loop does not drop them mid-run
 
 
-async def _run_start(**kwargs) -> services.StartedRun:
-    """services.run_start, which takes the lock. If the client leaves meanwhile (this coroutine is
-    cancelled), the run it started is cancelled through the normal path once the lock is taken, so
-    the thread is idle again at once instead of when the lease expires."""
-    start = asyncio.ensure_future(sync_to_async(services.run_start)(**kwargs))
+async def run_start_shielded(start_run, **kwargs) -> services.StartedRun:
+    """`start_run(**kwargs)` (services.run_start, or the AG-UI one), which takes the lock. If the client
+    leaves meanwhile (this coroutine is cancelled), the run it started is cancelled through the normal
+    path once the lock is taken, so the thread is idle again at once instead of when the lease expires.
+    A start that fails rolls its whole transaction back (lock included: services.run_start)."""
+    start = asyncio.ensure_future(db_call(start_run, **kwargs))
     try:
         return await asyncio.shield(start)
     except asyncio.CancelledError:
@@ -110,8 +112,8 @@ async def _produce(events, queue: asyncio.Queue, control: RunControl, reading: a
                 await asyncio.wait_for(reading.wait(), READ_START_TIMEOUT)
             except asyncio.TimeoutError:
                 control.cancel("disconnected")
-        async for event in events:
-            queue.put_nowait(encode_event(event))
+        # Encoded here, one by one, so a failure to encode goes back into the run (runs/guard.py).
+        await encode_into(events, lambda data, event: queue.put_nowait((data, event)))
     finally:
         queue.put_nowait(_END)
         watcher.unregister(control)
@@ -130,7 +132,9 @@ async def _write(queue: asyncio.Queue, producer: asyncio.Task, control: RunContr
                 chunks.pop()
                 finished = True
             if chunks:
-                yield b"".join(chunks)
+                # Text deltas of one message that queued up while the client was slower than the
+                # model go out as one event: fewer bytes, the same text.
+                yield join_encoded(chunks)
     finally:
         if not finished:
             # The client went away while the run was producing: that is a cancel (spec section 4).
@@ -144,8 +148,8 @@ async def _write(queue: asyncio.Queue, producer: asyncio.Task, control: RunContr
 async def cancel_run(request: HttpRequest, thread_id: str, run_id: str) -> HttpResponse:
     try:
         principal = await aresolve_principal(request)
-        await sync_to_async(services.run_cancel_request)(
-            principal=principal, thread_id=thread_id, run_id=run_id, user_key_raw=request.GET.get("userKey"))
+        await db_call(services.run_cancel_request, principal=principal, thread_id=thread_id, run_id=run_id,
+                      user_key_raw=request.GET.get("userKey"))
     except Problem as problem:
         return response_for(problem, request.path)
     # If this process streams the run, stop it now; otherwise its own watcher sees the flag.

@@ -15,6 +15,10 @@ from tambo_project.asgi_limits import BodySizeLimit
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tambo_project.settings")
 application = BodySizeLimit(ASGIStaticFilesHandler(get_asgi_application()), settings.MAX_REQUEST_BYTES)
 
+from tambo_project import asgi_signals  # noqa: E402
+
+asgi_signals.install()  # no thread per request for Django's start/finish bookkeeping
+
 # Import the heavy modules of the run path (the MCP SDK, the model provider) now rather than
 # inside the first run, which would otherwise wait seconds for them.
 import runs.loop  # noqa: E402,F401

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.middleware.csrf import CsrfViewMiddleware
 from django.utils import timezone
@@ -158,10 +157,12 @@ def resolve_principal(request) -> Principal:
 
 
 async def aresolve_principal(request) -> Principal:
-    """The same for async views; the database work runs on Django's sync thread."""
-    if not _has_credentials(request.META):
-        await request.auser()  # loads the session user outside the sync thread's lazy access
-    return await sync_to_async(resolve_principal)(request)
+    """The same for async views. All of its database work, the session user's included (loaded
+    lazily by `request.user`), runs on the shared database threads (tambo_project/db.py), so a
+    streaming answer holds no connection for the request."""
+    from tambo_project.db import db_call
+
+    return await db_call(resolve_principal, request)
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):

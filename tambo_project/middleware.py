@@ -4,7 +4,8 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 
-from tambo_project.problems import PROBLEM_CONTENT_TYPE, Problem, problem_response, response_for
+from tambo_project.problems import (PROBLEM_CONTENT_TYPE, Problem, is_database_unavailable, problem_response,
+                                    response_for, unavailable)
 
 # Paths the official SDKs call (spec section 9): the v1 API, the SDK's older routes without `/v1`
 # (thread names, suggestions), the OAuth token exchange, audio, and the chat-completions gateway.
@@ -87,9 +88,25 @@ class ProblemMiddleware(_HybridMiddleware):
             return response_for(exception, request.path)
         if isinstance(exception, RequestDataTooBig):
             return _too_large(request)
+        if _is_api(request) and is_database_unavailable(exception):
+            return _unavailable(request, exception)
         if _is_api(request):
             import logging
 
             logging.getLogger(__name__).exception("Unhandled error on %s", request.path)
             return problem_response(500, "INTERNAL_ERROR", "An internal error occurred.", request.path)
         return None
+
+
+def _unavailable(request, exception) -> HttpResponse:
+    """503 with Retry-After for a database outage (spec section 8), in the path's own error shape."""
+    import logging
+
+    logging.getLogger(__name__).warning("Database unavailable on %s: %s", request.path, type(exception).__name__)
+    problem = unavailable()
+    if request.path.startswith("/api/"):
+        from runs.gateway.errors import openai_error_response
+
+        return openai_error_response(503, problem.detail, "server_error", "service_unavailable",
+                                     retry_after=problem.extra["retryAfter"])
+    return response_for(problem, request.path)

@@ -82,7 +82,7 @@ def token_exchange(*, raw_key: str | None, request: HttpRequest) -> IssuedToken:
     return issued
 
 
-def _answer(body: dict, status: int) -> JsonResponse:
+def oauth_answer(body: dict, status: int) -> JsonResponse:
     response = JsonResponse(body, status=status)
     # Token answers must not be cached (RFC 6749 5.1).
     response["Cache-Control"] = "no-store"
@@ -96,9 +96,9 @@ def token_view(request: HttpRequest) -> JsonResponse:
     try:
         issued = token_exchange(raw_key=request.headers.get("x-api-key"), request=request)
     except ClientRefused:
-        return _answer({"error": "invalid_client",
+        return oauth_answer({"error": "invalid_client",
                         "error_description": "A valid project API key is required in x-api-key."}, 401)
     except TokenRefused as refused:
-        return _answer({"error": refused.error, "error_description": refused.description}, 400)
-    return _answer({"access_token": issued.token, "token_type": "Bearer", "expires_in": issued.expires_in,
+        return oauth_answer({"error": refused.error, "error_description": refused.description}, 400)
+    return oauth_answer({"access_token": issued.token, "token_type": "Bearer", "expires_in": issued.expires_in,
                     "issued_token_type": ACCESS_TOKEN_TYPE}, 200)

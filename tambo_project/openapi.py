@@ -67,6 +67,8 @@ _PROBLEM_DESCRIPTIONS = {
     "409": "The thread has an active run (`CONCURRENT_RUN` or `RUN_ACTIVE`, with `currentRunId`).",
     "413": "The body is larger than the server's limit (`PAYLOAD_TOO_LARGE`).",
     "500": "An unexpected error (`INTERNAL_ERROR`); the body carries no details.",
+    "503": "The database is unavailable or out of connections (`SERVICE_UNAVAILABLE`); retry after the "
+           "`Retry-After` header's seconds.",
 }
 
 AG_UI_EVENTS = """\
@@ -99,7 +101,11 @@ _STREAM_EXAMPLE = (
 
 
 def _problem(status: str) -> dict[str, Any]:
-    return {"description": _PROBLEM_DESCRIPTIONS[status], "content": {PROBLEM_CONTENT_TYPE: {"schema": PROBLEM_REF}}}
+    answer = {"description": _PROBLEM_DESCRIPTIONS[status], "content": {PROBLEM_CONTENT_TYPE: {"schema": PROBLEM_REF}}}
+    if status == "503":
+        answer["headers"] = {"Retry-After": {"description": "Seconds to wait before retrying.",
+                                             "schema": {"type": "integer"}}}
+    return answer
 
 
 def _add_model(components: dict[str, Any], model: type[BaseModel]) -> dict[str, str]:
@@ -134,7 +140,7 @@ def _run_operation(operation_id: str, summary: str, body_ref: dict, headers: dic
                 "headers": headers,
                 "content": {"text/event-stream": {"schema": {"type": "string"}, "example": _STREAM_EXAMPLE}},
             },
-            **{status: _problem(status) for status in ("400", "401", "404", "409", "413", "500")},
+            **{status: _problem(status) for status in ("400", "401", "404", "409", "413", "500", "503")},
         },
     }
 
@@ -181,9 +187,64 @@ def _run_paths(components: dict[str, Any]) -> dict[str, Any]:
                                        "not the thread's active run (`RUN_NOT_FOUND`).",
                         "content": {PROBLEM_CONTENT_TYPE: {"schema": PROBLEM_REF}}},
                 "500": _problem("500"),
+                "503": _problem("503"),
             },
         }},
     }
+
+
+AG_UI_PREFIX = "AgUi"
+
+AG_UI_ENDPOINT = """\
+An [AG-UI](https://docs.ag-ui.com) agent endpoint (spec section 13): the body is AG-UI's
+`RunAgentInput`, the end user `forwardedProps.userKey` (or a bearer token's user). `threadId` is the
+client's own conversation id (created on first use, per user) or a server thread id `thr_…`. Messages
+already stored are skipped; new user messages are the turn; `tool` messages answer the pending calls;
+`tools` are client tools; `context` and `state` reach the model. At most `AGUI_MAX_MESSAGES` messages
+(413 beyond). Components are a /v1 feature and are not offered here.
+"""
+
+AG_UI_EVENTS_PLAIN = """\
+A stream of plain AG-UI events, one per SSE message (`data: <json>` and a blank line), that passes
+`@ag-ui/client`'s verification: `RUN_STARTED {threadId, runId}` with the client's ids, then
+`STATE_SNAPSHOT {snapshot}` (the thread's stored state), `TEXT_MESSAGE_START` / `TEXT_MESSAGE_CONTENT` /
+`TEXT_MESSAGE_END`, `TOOL_CALL_START` / `TOOL_CALL_ARGS` / `TOOL_CALL_END`, `TOOL_CALL_RESULT` for server
+tools, and last exactly one `RUN_FINISHED {threadId, runId, outcome?}` (a client tool call ends the run
+with `outcome: {type: "success", pendingToolCallIds}`) or `RUN_ERROR {message, code}`. No `CUSTOM`
+events. The server's own ids are in the `X-Thread-Id` and `X-Run-Id` headers.
+"""
+
+
+def _add_ag_ui_model(components: dict[str, Any], model: type[BaseModel]) -> dict[str, str]:
+    """Adds an `ag_ui.core` model under prefixed names: AG-UI's `Message`, `Tool`… are not the wire's."""
+    template = f"#/components/schemas/{AG_UI_PREFIX}{{model}}"
+    schema = model_json_schema(model, ref_template=template, mode="validation")
+    for name, sub_schema in schema.pop("$defs", {}).items():
+        components[AG_UI_PREFIX + name] = sub_schema
+    components[AG_UI_PREFIX + model.__name__] = schema
+    return {"$ref": f"#/components/schemas/{AG_UI_PREFIX}{model.__name__}"}
+
+
+def _agui_path(components: dict[str, Any]) -> dict[str, Any]:
+    from ag_ui.core import RunAgentInput
+
+    operation = _run_operation(
+        "aguiRun", "Run an AG-UI agent turn on the client's thread", _add_ag_ui_model(components, RunAgentInput),
+        {"X-Thread-Id": {"description": "The server's thread id (`thr_…`).", "schema": {"type": "string"}},
+         "X-Run-Id": {"description": "The server's run id (`run_…`).", "schema": {"type": "string"}}},
+        [],
+    )
+    operation["tags"] = ["ag-ui"]
+    operation["description"] = AG_UI_ENDPOINT
+    operation["responses"]["200"]["description"] = AG_UI_EVENTS_PLAIN
+    operation["responses"]["404"] = {
+        "description": "A `thr_…` threadId that is not this user's (`THREAD_NOT_FOUND`).",
+        "content": {PROBLEM_CONTENT_TYPE: {"schema": PROBLEM_REF}}}
+    operation["responses"]["413"] = {
+        "description": "The body is over `MAX_REQUEST_BYTES`, or the history over `AGUI_MAX_MESSAGES` "
+                       "(`PAYLOAD_TOO_LARGE`).",
+        "content": {PROBLEM_CONTENT_TYPE: {"schema": PROBLEM_REF}}}
+    return {"/v1/agui": {"post": operation}}
 
 
 def _problem_statuses(path: str, method: str) -> list[str]:
@@ -194,7 +255,7 @@ def _problem_statuses(path: str, method: str) -> list[str]:
         statuses.append("409")
     if method in ("post", "patch"):
         statuses.append("413")
-    return statuses + ["500"]
+    return statuses + ["500", "503"]
 
 
 def postprocess_v1_schema(result: dict[str, Any], generator, request, public) -> dict[str, Any]:
@@ -213,9 +274,15 @@ def postprocess_v1_schema(result: dict[str, Any], generator, request, public) ->
                 responses.setdefault(status, _problem(status))
             operation["security"] = SECURITY
     paths.update(_run_paths(schemas))
+    paths.update(_agui_path(schemas))
+    add_token_exchange(result, SECURITY_SCHEME)
     from runs.assist.openapi import assist_paths  # imports this module: not at the top
 
     paths.update(assist_paths(schemas))
-    add_token_exchange(result, SECURITY_SCHEME)
+    # The chat-completions gateway lives outside /v1 but belongs in the same reference.
+    from runs.gateway.openapi import GATEWAY_SECURITY, GATEWAY_SECURITY_DEFINITION, gateway_paths
+
+    components["securitySchemes"][GATEWAY_SECURITY] = GATEWAY_SECURITY_DEFINITION
+    paths.update(gateway_paths())
     result["paths"] = dict(sorted(paths.items()))
     return result

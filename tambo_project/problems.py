@@ -28,7 +28,9 @@ _TITLES = {
     429: "Too Many Requests",
     500: "Internal Server Error",
     502: "Bad Gateway",
+    503: "Service Unavailable",
 }
+
 
 
 class Problem(Exception):
@@ -40,6 +42,34 @@ class Problem(Exception):
         self.code = code
         self.detail = detail
         self.extra = extra
+
+
+def is_database_unavailable(exc: BaseException) -> bool:
+    """The database cannot be reached or has no connection to give (an outage, a restart, a failover,
+    an exhausted pool): a passing condition, answered 503, not a bug."""
+    from django.db import InterfaceError, OperationalError
+
+    if isinstance(exc, (DatabaseUnavailable, OperationalError, InterfaceError)):
+        return True
+    try:  # psycopg's own errors (a pool timeout, for one) when raised outside Django's wrapper
+        import psycopg
+    except ImportError:  # pragma: no cover - SQLite-only installs
+        return False
+    return isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError))
+
+
+class DatabaseUnavailable(Problem):
+    """The database cannot be reached or has no free connection: 503 with Retry-After (DB_RETRY_AFTER)."""
+
+    def __init__(self) -> None:
+        from django.conf import settings
+
+        super().__init__(503, "SERVICE_UNAVAILABLE", "The service is temporarily unavailable; try again shortly.",
+                         retryAfter=settings.DB_RETRY_AFTER)
+
+
+def unavailable() -> Problem:
+    return DatabaseUnavailable()
 
 
 def validation_error(detail: str, **extra: Any) -> Problem:
@@ -103,6 +133,9 @@ def drf_exception_handler(exc: Exception, context: dict) -> HttpResponse | None:
         return problem_response(413, "PAYLOAD_TOO_LARGE", "The request body is too large.", instance)
     if isinstance(exc, Http404):
         return problem_response(404, "NOT_FOUND", "No such resource.", instance)
+    if is_database_unavailable(exc):
+        log.warning("Database unavailable on %s: %s", instance, type(exc).__name__)
+        return response_for(unavailable(), instance)
     # Anything else is a bug: logged with its trace here, never shown to the caller.
     log.exception("Unhandled error on %s", instance)
     return problem_response(500, "INTERNAL_ERROR", "An internal error occurred.", instance)

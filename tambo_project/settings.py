@@ -38,14 +38,17 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "tambo_project.cors.CorsMiddleware",
     "tambo_project.middleware.BodySizeLimitMiddleware",
-    "django.middleware.security.SecurityMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "tambo_project.input_guard.InputSanityMiddleware",
+    # Django's own middleware, run on the event loop for async requests (no thread hop per step).
+    "tambo_project.inline_middleware.SecurityMiddleware",
+    "tambo_project.inline_middleware.SessionMiddleware",
+    "tambo_project.inline_middleware.CommonMiddleware",
+    "tambo_project.inline_middleware.CsrfViewMiddleware",
+    "tambo_project.inline_middleware.AuthenticationMiddleware",
+    "tambo_project.inline_middleware.MessageMiddleware",
+    "tambo_project.inline_middleware.XFrameOptionsMiddleware",
     "tambo_project.middleware.ProblemMiddleware",
+    "runs.middleware.RunWatcherMiddleware",
 ]
 
 ROOT_URLCONF = "tambo_project.urls"
@@ -83,6 +86,29 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": SQLITE_PATH + "-test"}
 else:
     DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=0))
+# The run path's database work runs on DB_THREADS shared worker threads (runs/db.py), and on
+# PostgreSQL every connection comes from a pool of at most DB_POOL_SIZE (0: no pool, e.g. behind
+# PgBouncer; each worker then keeps one connection). A request that finds no free connection within
+# DB_POOL_TIMEOUT seconds answers 503 with Retry-After: DB_RETRY_AFTER.
+DB_THREADS = env.int("DB_THREADS", default=4)
+DB_POOL_SIZE = env.int("DB_POOL_SIZE", default=10)
+DB_POOL_TIMEOUT = env.float("DB_POOL_TIMEOUT", default=5.0)
+DB_RETRY_AFTER = env.int("DB_RETRY_AFTER", default=2)
+if DB_THREADS < 1 or DB_POOL_SIZE < 0:
+    raise environ.ImproperlyConfigured("DB_THREADS must be at least 1 and DB_POOL_SIZE at least 0")
+if DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql") and DB_POOL_SIZE:
+    if DATABASES["default"]["CONN_MAX_AGE"]:
+        raise environ.ImproperlyConfigured("CONN_MAX_AGE must be 0 with the connection pool (DB_POOL_SIZE=0 turns it off)")
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": min(2, DB_POOL_SIZE), "max_size": DB_POOL_SIZE, "timeout": DB_POOL_TIMEOUT,
+        # The pool's background reconnects back off exponentially (1, 2, 4, 8 … s) while the database
+        # is away, so one could be seconds away after it is back. Giving up after 2 s instead lets
+        # the next request that finds no connection start a fresh attempt at once.
+        "reconnect_timeout": 2.0}
+    # After a database restart every idle pooled connection is dead; with health checks Django has the
+    # pool check one as it hands it out (ConnectionPool.check_connection: one round trip, no statement)
+    # and replace it there, instead of failing the request, the watcher tick or a run's settling.
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = []
@@ -102,7 +128,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["tambo_project.auth.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["tambo_project.input_guard.JSONParser"],
     "EXCEPTION_HANDLER": "tambo_project.problems.drf_exception_handler",
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -135,9 +161,13 @@ RUN_LEASE_SECONDS = env.float("RUN_LEASE_SECONDS", default=30.0)
 RUN_WATCH_INTERVAL = env.float("RUN_WATCH_INTERVAL", default=0.5)
 MAX_TOOL_CALLS_PER_TURN = env.int("MAX_TOOL_CALLS_PER_TURN", default=100)
 MAX_IDENTICAL_TOOL_CALLS = env.int("MAX_IDENTICAL_TOOL_CALLS", default=3)
+# POST /v1/agui: the most messages one RunAgentInput may carry (the whole history is sent each time).
+AGUI_MAX_MESSAGES = env.int("AGUI_MAX_MESSAGES", default=500)
 SERVER_TOOL_TIMEOUT = env.float("SERVER_TOOL_TIMEOUT", default=30.0)
 MCP_TIMEOUT = env.float("MCP_TIMEOUT", default=30.0)
 MCP_TOOLS_CACHE_SECONDS = env.float("MCP_TOOLS_CACHE_SECONDS", default=30.0)
+# An MCP server's session (a stdio server's process) is kept this long after its last call.
+MCP_SESSION_IDLE_SECONDS = env.float("MCP_SESSION_IDLE_SECONDS", default=300.0)
 
 # --- Model providers ------------------------------------------------------------------------------
 OPENAI_API_KEY = env.str("OPENAI_API_KEY", default="")
@@ -174,7 +204,8 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"httpx": {"level": "WARNING"}, "django.request": {"level": "ERROR"}},
+    # The `openai` client logs every request through httpx (or its fork httpx2) at INFO.
+    "loggers": {"httpx": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}, "django.request": {"level": "ERROR"}},
 }
 
 # Browser users without a project membership act in this project (created on first use).

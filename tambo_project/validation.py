@@ -13,7 +13,7 @@ M = TypeVar("M", bound=BaseModel)
 def _field_path(loc: tuple, data: object = None) -> str:
     """The dotted path of an error's location in the request body.
 
-    Pydantic puts a discriminated union's tag (the block's `type` value) into the location, as in
+    Pydantic puts a discriminated union's tag (a block's `type`, a message's `role`) into the location, as in
     `message.content.0.text.text`; it is not a field, so it is dropped by looking at the data.
     """
     parts = []
@@ -24,9 +24,11 @@ def _field_path(loc: tuple, data: object = None) -> str:
             node = node[part] if isinstance(node, list) and -len(node) <= part < len(node) else None
             tag_dropped = False
             continue
-        if part.startswith(("function-", "literal[")) or part in {"str", "int", "float", "bool", "dict"}:
+        if (part.startswith(("function-", "literal[", "list[", "tagged-union["))
+                or part in {"str", "int", "float", "bool", "dict"}):
             continue  # pydantic's names for union branches, not fields
-        if (isinstance(node, dict) and not tag_dropped and node.get("type") == part
+        # AG-UI messages are discriminated by `role` rather than `type`.
+        if (isinstance(node, dict) and not tag_dropped and part in (node.get("type"), node.get("role"))
                 and position < len(loc) - 1):
             tag_dropped = True
             continue
@@ -36,22 +38,9 @@ def _field_path(loc: tuple, data: object = None) -> str:
     return "".join(parts) or "body"
 
 
-def _has_nul(value: object) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_nul(v) for v in value)
-    return False
-
-
 def parse_body(model: type[M], data: object) -> M:
     if not isinstance(data, dict):
         raise validation_error("The request body must be a JSON object.", field="body")
-    # PostgreSQL cannot store NUL in text or JSON; refuse it here rather than fail at the insert.
-    if _has_nul(data):
-        raise validation_error("Text must not contain NUL (\\u0000) characters.", field="body")
     try:
         return model.model_validate(data, by_alias=True, by_name=True)
     except ValidationError as exc:

@@ -15,6 +15,7 @@ OPERATIONS = {
     ("post", "/v1/threads/runs"), ("post", "/v1/threads/{threadId}/runs"),
     ("delete", "/v1/threads/{threadId}/runs/{runId}"),
     ("post", "/v1/threads/{threadId}/components/{componentId}/state"),
+    ("post", "/v1/agui"),
     ("get", "/v1/threads/{threadId}/messages/{messageId}/suggestions"),
     ("post", "/v1/threads/{threadId}/messages/{messageId}/suggestions"),
     ("post", "/threads/{threadId}/generate-name"),

@@ -5,6 +5,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.utils.html import format_html
 
+from runs.admin import run_duration, run_model, run_tokens
 from runs.models import Run
 from tambo_project.user_tokens import settings_errors
 from threads.models import ApiKey, Message, Project, Suggestion, Thread
@@ -21,7 +22,7 @@ class MessageInline(admin.TabularInline):
     extra = 0
     can_delete = False
     ordering = ("created_at", "id")
-    fields = ("id", "role", "readable_content", "tool_call_id", "is_cancelled", "created_at")
+    fields = ("id", "role", "readable_content", "tool_call_id", "external_id", "is_cancelled", "created_at")
     readonly_fields = fields
     show_change_link = True
 
@@ -38,9 +39,23 @@ class RunInline(admin.TabularInline):
     fk_name = "thread"
     extra = 0
     can_delete = False
-    fields = ("id", "status", "previous_run", "model", "error_code", "cancel_requested", "started_at", "finished_at")
+    ordering = ("created_at", "id")  # ids are random: time is the only meaningful order
+    fields = ("id", "status", "previous_run", "model_used", "duration", "tokens", "error_code", "error_message",
+              "cancel_requested", "started_at", "finished_at")
     readonly_fields = fields
     show_change_link = True
+
+    @admin.display(description="model")
+    def model_used(self, obj):
+        return run_model(obj)
+
+    @admin.display(description="duration")
+    def duration(self, obj):
+        return run_duration(obj)
+
+    @admin.display(description="tokens")
+    def tokens(self, obj):
+        return run_tokens(obj)
 
     def has_add_permission(self, request, obj=None):
         return False
@@ -48,11 +63,13 @@ class RunInline(admin.TabularInline):
 
 @admin.register(Thread)
 class ThreadAdmin(admin.ModelAdmin):
-    list_display = ("id", "name", "project", "user_key", "run_status", "created_at", "updated_at")
+    # `external_id`: the AG-UI client's own thread id (POST /v1/agui), empty for /v1 threads.
+    list_display = ("id", "name", "project", "user_key", "external_id", "run_status", "created_at", "updated_at")
     list_filter = ("run_status", "project")
-    search_fields = ("id", "user_key", "name")
-    readonly_fields = ("id", "run_status", "current_run_id", "lease_expires_at", "pending_tool_call_ids",
-                       "last_completed_run_id", "last_run_cancelled", "last_run_error", "created_at", "updated_at")
+    search_fields = ("id", "user_key", "name", "external_id")
+    readonly_fields = ("id", "external_id", "agui_state", "run_status", "current_run_id", "lease_expires_at",
+                       "pending_tool_call_ids", "last_completed_run_id", "last_run_cancelled", "last_run_error",
+                       "created_at", "updated_at")
     inlines = [MessageInline, RunInline]
 
 
@@ -77,10 +94,12 @@ class SuggestionInline(admin.TabularInline):
 class MessageAdmin(admin.ModelAdmin):
     list_display = ("id", "thread", "role", "is_cancelled", "created_at")
     list_filter = ("role", "is_cancelled")
-    search_fields = ("id", "thread__id", "tool_call_id")
+    # `content` searches the message's JSON as text, so the words of a message find it.
+    search_fields = ("id", "thread__id", "tool_call_id", "external_id", "content")
+    ordering = ("-created_at", "-id")
     readonly_fields = ("id", "thread", "run_id", "role", "readable_content", "readable_component_state",
-                       "tool_call_id", "parent_message", "is_cancelled", "metadata", "additional_context",
-                       "created_at")
+                       "tool_call_id", "external_id", "parent_message", "is_cancelled", "metadata",
+                       "additional_context", "created_at")
     exclude = ("content", "component_state")
     inlines = [SuggestionInline]
 

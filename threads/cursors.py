@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import base64
 import json
-from datetime import datetime
+from datetime import datetime, timezone
 
 from django.db.models import Q, QuerySet
 
+from tambo_project import sanity
 from tambo_project.problems import Problem
 
 
@@ -22,12 +23,14 @@ def encode_cursor(created_at: datetime, row_id: str) -> str:
 def decode_cursor(cursor: str) -> tuple[datetime, str]:
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
-        created, row_id = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        # The server's checked parser: a forged cursor cannot smuggle NUL or deep nesting in.
+        created, row_id = sanity.loads(base64.urlsafe_b64decode(padded.encode()))
         parsed = datetime.fromisoformat(created)
         if not isinstance(row_id, str) or parsed.tzinfo is None:
             raise ValueError
-        return parsed, row_id
-    except (ValueError, TypeError, json.JSONDecodeError, UnicodeDecodeError):
+        # The database compares in UTC; a forged year-1 or year-9999 time may not fit there.
+        return parsed.astimezone(timezone.utc), row_id
+    except (ValueError, TypeError, OverflowError, UnicodeDecodeError, sanity.InputError):
         raise Problem(400, "INVALID_CURSOR", "The cursor is not valid.") from None
 
 

@@ -100,6 +100,11 @@ class RunStatus(models.TextChoices):
     STREAMING = "streaming"
 
 
+# How a run whose process stopped renewing its lease is shown and recorded (spec section 14).
+LEASE_EXPIRED_CODE = "RUN_LEASE_EXPIRED"
+LEASE_EXPIRED_ERROR = {"code": LEASE_EXPIRED_CODE, "message": "The previous run stopped responding and was abandoned."}
+
+
 class Thread(models.Model):
     id = models.CharField(primary_key=True, max_length=40, default=_thread_id, editable=False)
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="threads")
@@ -114,10 +119,19 @@ class Thread(models.Model):
     last_run_cancelled = models.BooleanField(null=True, blank=True)
     last_run_error = models.JSONField(null=True, blank=True)
     status_message = models.CharField(max_length=500, null=True, blank=True)
+    # The AG-UI client's own `threadId` for a thread driven through POST /v1/agui (runs/agui.py), and
+    # the AG-UI state it last sent, echoed back as STATE_SNAPSHOT at the start of every AG-UI run.
+    external_id = models.CharField(max_length=200, null=True, blank=True)
+    agui_state = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(default=now_unique)
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        constraints = [
+            # One thread per client conversation id and user: the AG-UI endpoint finds it by this.
+            models.UniqueConstraint(fields=["project", "user_key", "external_id"],
+                                    condition=models.Q(external_id__isnull=False), name="thread_external_id_uniq"),
+        ]
         indexes = [
             # The thread list: one project's user's threads, newest first, keyset on (created_at, id).
             models.Index(fields=["project", "user_key", "-created_at", "-id"], name="thread_list_idx"),
@@ -132,6 +146,11 @@ class Thread(models.Model):
         """A run holds the lock and its lease has not expired (an expired one may be taken over)."""
         return (self.run_status != RunStatus.IDLE and self.lease_expires_at is not None
                 and self.lease_expires_at > timezone.now())
+
+    @property
+    def has_dead_run(self) -> bool:
+        """A run holds the lock but its lease expired: its process died or lost the database."""
+        return self.run_status != RunStatus.IDLE and not self.has_live_run
 
 
 class Message(models.Model):
@@ -155,6 +174,8 @@ class Message(models.Model):
     component_state = models.JSONField(default=dict, blank=True)
     metadata = models.JSONField(null=True, blank=True)
     additional_context = models.JSONField(null=True, blank=True)
+    # The id an AG-UI client gave this message, so history it sends again is recognised (runs/agui.py).
+    external_id = models.CharField(max_length=200, null=True, blank=True)
     created_at = models.DateTimeField(default=now_unique)
 
     class Meta:

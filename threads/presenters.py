@@ -2,19 +2,26 @@
 from __future__ import annotations
 
 from clientsdk import types as wire
-from threads.models import Message, Suggestion, Thread
+from threads.models import LEASE_EXPIRED_ERROR, Message, RunStatus, Suggestion, Thread
 
 
 def thread_to_wire(thread: Thread) -> wire.Thread:
+    if thread.has_dead_run:
+        # Shown as it is, by any process, before anyone records it (spec section 14): the watcher
+        # of some process, or the next run, records the same state in the database.
+        return _wire(thread, run_status=RunStatus.IDLE, current_run_id=None, status_message=None,
+                     last_run_cancelled=None, last_run_error=LEASE_EXPIRED_ERROR)
+    return _wire(thread, run_status=thread.run_status, current_run_id=thread.current_run_id,
+                 status_message=thread.status_message, last_run_cancelled=thread.last_run_cancelled,
+                 last_run_error=thread.last_run_error)
+
+
+def _wire(thread: Thread, **run_state) -> wire.Thread:
     return wire.Thread(
         id=thread.id,
         name=thread.name,
         user_key=thread.user_key,
-        run_status=thread.run_status,
-        current_run_id=thread.current_run_id,
-        status_message=thread.status_message,
-        last_run_cancelled=thread.last_run_cancelled,
-        last_run_error=thread.last_run_error,
+        **run_state,
         pending_tool_call_ids=thread.pending_tool_call_ids or None,
         last_completed_run_id=thread.last_completed_run_id,
         metadata=thread.metadata,

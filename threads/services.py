@@ -18,9 +18,11 @@ def thread_create(
     metadata: dict[str, Any] | None = None,
     initial_messages: Iterable[wire.InitialMessage] = (),
     name: str | None = None,
+    external_id: str | None = None,
 ) -> Thread:
     with transaction.atomic():
-        thread = Thread.objects.create(project=project, user_key=user_key, metadata=metadata, name=name)
+        thread = Thread.objects.create(project=project, user_key=user_key, metadata=metadata, name=name,
+                                       external_id=external_id)
         for initial in initial_messages:
             message_create(thread=thread, role=initial.role,
                            content=[b.wire() for b in initial.content], metadata=initial.metadata)
@@ -72,12 +74,13 @@ def message_create(
     additional_context: Any = None,
     is_cancelled: bool = False,
     message_id: str | None = None,
+    external_id: str | None = None,
 ) -> Message:
     kwargs = {"id": message_id} if message_id else {}
     return Message.objects.create(
         thread=thread, role=role, content=content, run_id=run_id, tool_call_id=tool_call_id,
         parent_message_id=parent_message_id, metadata=metadata, additional_context=additional_context,
-        is_cancelled=is_cancelled, **kwargs,
+        is_cancelled=is_cancelled, external_id=external_id, **kwargs,
     )
 
 

@@ -28,7 +28,7 @@ def _thread(request: Request, thread_id: str):
 
 
 class ThreadListView(APIView):
-    @extend_schema(operation_id="threads_list", parameters=[USER_KEY, LIMIT, CURSOR], responses=wire.ThreadPage)
+    @extend_schema(operation_id="threads_list", summary="List the user's threads, newest first", parameters=[USER_KEY, LIMIT, CURSOR], responses=wire.ThreadPage)
     def get(self, request: Request):
         principal = request.user
         user_key = principal.user_key(request.query_params.get("userKey"))
@@ -39,7 +39,7 @@ class ThreadListView(APIView):
         page = wire.ThreadPage(threads=[thread_to_wire(t) for t in rows], next_cursor=next_cursor, has_more=has_more)
         return _json(page)
 
-    @extend_schema(operation_id="threads_create", request=wire.CreateThreadBody, responses={201: wire.Thread})
+    @extend_schema(operation_id="threads_create", summary="Create a thread", request=wire.CreateThreadBody, responses={201: wire.Thread})
     def post(self, request: Request):
         principal = request.user
         body = parse_body(wire.CreateThreadBody, request.data)
@@ -50,12 +50,12 @@ class ThreadListView(APIView):
 
 
 class ThreadDetailView(APIView):
-    @extend_schema(operation_id="threads_retrieve", parameters=[USER_KEY], responses=wire.ThreadWithMessages)
+    @extend_schema(operation_id="threads_retrieve", summary="Get a thread with its messages", parameters=[USER_KEY], responses=wire.ThreadWithMessages)
     def get(self, request: Request, thread_id: str):
         thread = _thread(request, thread_id)
         return _json(thread_with_messages_to_wire(thread, selectors.messages_all(thread=thread)))
 
-    @extend_schema(operation_id="threads_update", parameters=[USER_KEY], request=wire.UpdateThreadBody,
+    @extend_schema(operation_id="threads_update", summary="Rename a thread or change its metadata", parameters=[USER_KEY], request=wire.UpdateThreadBody,
                    responses=wire.Thread)
     def patch(self, request: Request, thread_id: str):
         body = parse_body(wire.UpdateThreadBody, request.data)
@@ -63,7 +63,7 @@ class ThreadDetailView(APIView):
         thread = services.thread_update(thread=thread, name=body.name, metadata=body.metadata)
         return _json(thread_to_wire(thread))
 
-    @extend_schema(operation_id="threads_delete", parameters=[USER_KEY], responses={204: None})
+    @extend_schema(operation_id="threads_delete", summary="Delete a thread", parameters=[USER_KEY], responses={204: None})
     def delete(self, request: Request, thread_id: str):
         services.thread_delete(thread=_thread(request, thread_id))
         return HttpResponse(status=204)
@@ -71,7 +71,7 @@ class ThreadDetailView(APIView):
 
 class MessageListView(APIView):
     @extend_schema(
-        operation_id="threads_messages_list",
+        operation_id="threads_messages_list", summary="List a thread's messages",
         parameters=[USER_KEY, LIMIT, CURSOR, OpenApiParameter("order", str, enum=["asc", "desc"])],
         responses=wire.MessagePage,
     )
@@ -88,14 +88,14 @@ class MessageListView(APIView):
 
 
 class MessageDetailView(APIView):
-    @extend_schema(operation_id="threads_messages_retrieve", parameters=[USER_KEY], responses=wire.Message)
+    @extend_schema(operation_id="threads_messages_retrieve", summary="Get one message", parameters=[USER_KEY], responses=wire.Message)
     def get(self, request: Request, thread_id: str, message_id: str):
         thread = _thread(request, thread_id)
         return _json(message_to_wire(selectors.message_get(thread=thread, message_id=message_id)))
 
 
 class ComponentStateView(APIView):
-    @extend_schema(operation_id="threads_components_state", request=wire.ComponentStateBody,
+    @extend_schema(operation_id="threads_components_state", summary="Set a component's state", request=wire.ComponentStateBody,
                    responses=wire.ComponentStateResult)
     def post(self, request: Request, thread_id: str, component_id: str):
         body = parse_body(wire.ComponentStateBody, request.data)

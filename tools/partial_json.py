@@ -28,7 +28,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["parse_partial"]
+__all__ = ["PartialParser", "parse_partial"]
 
 _MISSING: Any = object()
 
@@ -47,12 +47,10 @@ def parse_partial(text: str, *, complete: bool = False) -> Any | None:
     """Return the value that `text`, a prefix of a JSON document, already determines.
 
     Returns None while nothing is known yet (empty text, `-`, `tr`, a lone number without
-    `complete`). Note that a document that is exactly `null` also gives None. Never raises.
+    `complete`). Note that a document that is exactly `null` also gives None. Never raises: every
+    step checks its input, so an exception here is a bug, and it is left to surface as one.
     """
-    try:
-        return _parse(text, complete)
-    except Exception:  # pragma: no cover - defensive: the contract is "never raises"
-        return None
+    return _parse(text, complete)
 
 
 class _Document:
@@ -187,7 +185,12 @@ def _scan_scalar(text: str, i: int, complete: bool) -> tuple[Any, int]:
     # The same conversions json.loads makes.
     if match.group(1) or match.group(2):
         return float(token), j
-    return int(token), j
+    try:
+        return int(token), j
+    except ValueError:
+        # Python refuses to convert integers of more than 4,300 digits (sys.set_int_max_str_digits);
+        # json.loads fails on them too, so the text is treated as invalid from here.
+        return _MISSING, i
 
 
 def _scan_string(text: str, i: int) -> tuple[str, int, bool]:
@@ -245,3 +248,73 @@ def _hex4(text: str, start: int) -> int | None:
 
 def _is_hex_prefix(s: str) -> bool:
     return all(ch in "0123456789abcdefABCDEF" for ch in s)
+
+
+class PartialParser:
+    """`parse_partial` for a text that arrives in fragments, scanning each character about once.
+
+    `feed(fragment)` continues where the last feed stopped; `value` is then exactly what
+    `parse_partial(all text so far)` returns. The parser keeps only the unfinished token it had to
+    stop in (a partial string, number or literal, re-scanned when the next fragment arrives), so a
+    long document costs linear time instead of a full re-parse per fragment. `value` is the live
+    document: it changes on later feeds, so a caller that keeps it copies it.
+    """
+
+    def __init__(self) -> None:
+        self._doc = _Document()
+        self._step: _Step = _step_value
+        self._pending = ""
+        self._undo: tuple | None = None  # where the stopped token's partial value was attached
+
+    @property
+    def value(self) -> Any | None:
+        return None if self._doc.root is _MISSING else self._doc.root
+
+    def feed(self, fragment: str) -> None:
+        text = self._pending + fragment
+        self._revert()
+        doc, step, i, n = self._doc, self._step, 0, len(text)
+        while True:
+            while i < n and text[i] in _WHITESPACE:
+                i += 1
+            if i >= n:
+                break
+            mark = self._mark()
+            j, following = step(doc, text, i, False)
+            if following is None:
+                # Stopped in an unfinished token (or at text it cannot use): keep the token's start
+                # and remember the partial value it attached, to take it back before resuming.
+                self._undo = mark if self._attached(mark) else None
+                break
+            i, step = j, following
+        self._step = step
+        self._pending = text[i:]
+
+    def _mark(self) -> tuple:
+        doc = self._doc
+        if not doc.stack:
+            return ("root", doc.root)
+        container = doc.stack[-1]
+        if isinstance(container, list):
+            return ("list", container, len(container))
+        return ("dict", container, doc.key, container.get(doc.key, _MISSING))
+
+    def _attached(self, mark: tuple) -> bool:
+        if mark[0] == "root":
+            return self._doc.root is not mark[1]
+        if mark[0] == "list":
+            return len(mark[1]) != mark[2]
+        return mark[1].get(mark[2], _MISSING) is not mark[3]
+
+    def _revert(self) -> None:
+        undo, self._undo = self._undo, None
+        if undo is None:
+            return
+        if undo[0] == "root":
+            self._doc.root = undo[1]
+        elif undo[0] == "list":
+            del undo[1][undo[2]:]
+        elif undo[3] is _MISSING:
+            undo[1].pop(undo[2], None)
+        else:
+            undo[1][undo[2]] = undo[3]

@@ -84,10 +84,11 @@ class Toolbox:
         if name in self.server_tools:
             return await self._run_builtin(self.server_tools[name], arguments)
         if name in self.mcp_tools:
-            from tools import mcp_client
+            from tools.mcp_sessions import sessions
 
             config, tool_name, _ = self.mcp_tools[name]
-            result = await mcp_client.call_tool(config, tool_name, arguments, timeout=self.mcp_timeout)
+            # The server's kept session: a stdio server is not started again for every call.
+            result = await sessions().call_tool(config, tool_name, arguments, timeout=self.mcp_timeout)
             return ToolResult(result.content, result.is_error)
         return error_result(f"There is no tool named {name}.")
 
@@ -126,14 +127,17 @@ def _object_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_toolbox(*, project, client_tools: list[wire.ClientTool], components: list[wire.AvailableComponent],
-                  mcp_tools: dict[str, tuple[Any, str, ModelTool]] | None = None) -> Toolbox:
-    """Synchronous part (database reads); MCP listing is async, see `load_mcp_tools`."""
+                  mcp_tools: dict[str, tuple[Any, str, ModelTool]] | None = None,
+                  enabled: list[str] | None = None) -> Toolbox:
+    """Synchronous part; MCP listing is async, see `load_mcp_tools`. Reads the project's enabled
+    built-in tools from the database unless `enabled` (their names, already read) is given."""
     from django.conf import settings
 
     from tools.models import ProjectTool
     from tools.registry import get_tool
 
-    enabled = ProjectTool.objects.filter(project=project, enabled=True).values_list("name", flat=True)
+    if enabled is None:
+        enabled = ProjectTool.objects.filter(project=project, enabled=True).values_list("name", flat=True)
     server_tools = {name: tool for name in enabled if (tool := get_tool(name)) is not None}
     return Toolbox(
         client_tools={t.name: t for t in client_tools},

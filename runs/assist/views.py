@@ -5,7 +5,6 @@ database connection for the whole call. Auth is the same Principal as every /v1 
 """
 from __future__ import annotations
 
-import json
 
 from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -16,7 +15,8 @@ from clientsdk import types as wire
 from runs.assist.names import thread_name_generate
 from runs.assist.suggestions import suggestion_list, suggestions_generate
 from tambo_project.auth import Principal, aresolve_principal
-from tambo_project.problems import Problem, response_for, validation_error
+from tambo_project.input_guard import request_json
+from tambo_project.problems import Problem, response_for
 from tambo_project.validation import int_param, parse_body
 from threads.presenters import named_thread_to_wire, suggestion_to_wire
 
@@ -41,10 +41,7 @@ def _query_user_key(request: HttpRequest) -> str | None:
 def _json_object(request: HttpRequest) -> dict:
     if not request.body.strip():
         return {}  # the SDK's generate calls may send no body at all
-    try:
-        return json.loads(request.body)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise validation_error("The request body is not valid JSON.", field="body") from None
+    return request_json(request)
 
 
 @csrf_exempt

@@ -9,13 +9,17 @@ that alias itself.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from django.conf import settings
 
-from runs.gateway.errors import invalid
+from runs.gateway.errors import GatewayError, invalid
 
 OFFLINE_ALIAS = "offline"
+# OpenAI's Model object has a creation time; the allow-list comes from settings, so the time the
+# process read them stands in for it.
+LISTED_SINCE = int(time.time())
 
 
 @dataclass(frozen=True)
@@ -54,3 +58,25 @@ def model_resolve(*, requested: str | None) -> Route:
         raise invalid(f"The model {alias[:100]!r} does not exist on this server. Available models: {names}.",
                       param="model", code="model_not_found")
     return route
+
+
+def model_card(route: Route) -> dict:
+    """A route as OpenAI's Model object (`GET /api/models`)."""
+    return {"id": route.alias, "object": "model", "created": LISTED_SINCE,
+            "owned_by": "tambo-django" if route.provider == OFFLINE_ALIAS else route.provider}
+
+
+def model_list() -> dict:
+    """The allow-list as OpenAI's list of models, the default model first."""
+    routes = sorted(allowed_models().values(),
+                    key=lambda r: (r.alias != settings.GATEWAY_DEFAULT_MODEL, r.alias))
+    return {"object": "list", "data": [model_card(route) for route in routes]}
+
+
+def model_get(*, alias: str) -> dict:
+    """One model of the allow-list; a 404 `model_not_found` GatewayError for any other name."""
+    route = allowed_models().get(alias)
+    if route is None:
+        raise GatewayError(404, f"The model {alias[:100]!r} does not exist on this server.",
+                           param="model", code="model_not_found")
+    return model_card(route)

@@ -36,13 +36,6 @@ class ChatRequest:
                             model=vendor_model, max_tokens=self.max_tokens, temperature=self.temperature)
 
 
-def decode_json(raw: bytes) -> Any:
-    try:
-        return json.loads(raw or b"null")
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise invalid("The request body is not valid JSON.") from None
-
-
 def parse_chat_request(body: Any) -> ChatRequest:
     """Check a request body and translate it; raises a 400 GatewayError naming the bad `param`."""
     if not isinstance(body, dict):

@@ -10,7 +10,7 @@ kept: the caller sends the whole conversation each time.
 from __future__ import annotations
 
 import logging
-from typing import AsyncIterator
+from typing import Any, AsyncIterator
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
@@ -27,14 +27,16 @@ from runs.gateway.errors import (
     openai_error_response,
     stream_error_body,
 )
-from runs.gateway.models import model_resolve
+from runs.gateway.models import model_get, model_list, model_resolve
 from runs.gateway.ratelimit import rate_limit_hit
-from runs.gateway.translate import decode_json, parse_chat_request
+from runs.gateway.translate import parse_chat_request
 from runs.providers import get_provider
 from runs.providers.base import Delta, ModelError, StepEnd
 from runs.sse import SSE_HEADERS
 from tambo_project.auth import Principal, aresolve_principal
-from tambo_project.problems import Problem
+from tambo_project.input_guard import request_json
+from tambo_project.problems import Problem, is_database_unavailable, unavailable
+from tambo_project.sanity import InputError
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +57,7 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
         if wait is not None:
             raise GatewayError(429, "Too many requests for this API key; try again later.", type_=RATE_LIMIT,
                                code="rate_limit_exceeded", retry_after=wait)
-        chat = parse_chat_request(decode_json(_body(request)))
+        chat = parse_chat_request(_body(request))
         route = model_resolve(requested=chat.model)
         deltas = get_provider(route.provider).stream(chat.model_request(route.model))
         if not chat.stream:
@@ -63,8 +65,13 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
         first = await _first(deltas)
     except GatewayError as error:
         return error.response()
-    except Exception:
+    except Exception as exc:
         # Not ProblemMiddleware's problem+json: callers of this path expect OpenAI's shape.
+        if is_database_unavailable(exc):
+            log.warning("gateway: database unavailable (%s)", type(exc).__name__)
+            problem = unavailable()
+            return openai_error_response(503, problem.detail, SERVER_ERROR, "service_unavailable",
+                                         retry_after=problem.extra["retryAfter"])
         log.exception("gateway: the request failed")
         return openai_error_response(500, MSG_INTERNAL, SERVER_ERROR, "internal_error")
     encoder = ChunkEncoder(model=route.alias, include_usage=chat.include_usage)
@@ -72,6 +79,21 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
     for header, value in SSE_HEADERS.items():
         response[header] = value
     return response
+
+
+async def models(request: HttpRequest, model_id: str | None = None) -> HttpResponse:
+    """`GET /api/models` and `GET /api/models/{id}`: the allow-list in OpenAI's shape, so
+    `client.models.list()` works. Same authentication as the completions."""
+    if request.method != "GET":
+        response = openai_error_response(405, "Only GET is allowed here.", "invalid_request_error",
+                                         "method_not_allowed")
+        response["Allow"] = "GET"
+        return response
+    try:
+        await _principal(request)
+        return JsonResponse(model_get(alias=model_id) if model_id is not None else model_list())
+    except GatewayError as error:
+        return error.response()
 
 
 @csrf_exempt  # a POST to a mistyped path must learn it is 404, not a CSRF failure
@@ -91,9 +113,13 @@ async def _principal(request: HttpRequest) -> Principal:
         raise GatewayError(problem.status, problem.detail, code=problem.code.lower()) from None
 
 
-def _body(request: HttpRequest) -> bytes:
+def _body(request: HttpRequest) -> Any:
+    """The body through the server's one checked JSON parser (tambo_project.sanity)."""
     try:
-        return request.body
+        return request_json(request)
+    except InputError as error:
+        param = None if error.field == "body" else error.field
+        raise GatewayError(400, error.detail, code="invalid_value", param=param) from None
     except RequestDataTooBig:
         # A chunked body has no Content-Length for BodySizeLimitMiddleware to check; Django
         # measures it while reading (DATA_UPLOAD_MAX_MEMORY_SIZE is MAX_REQUEST_BYTES).

@@ -4,7 +4,8 @@ It exists so that the server works with nothing configured and so that every pat
 (text, client tool, server tool, component, error) can be reached by typing a message. Its rules,
 applied in this order to the last message of the conversation (documented in the README):
 
-a) the conversation ends with tool results → "Tool <name> returned: <result text>" for each;
+a) the conversation ends with tool results → "Tool <name> returned: <result text>" for each ("Here is
+   the <Component>." for a shown component);
 b) the user's text starts with `!fail` → fails like a provider 5xx (LLM_SERVER_ERROR);
    `!slow` → streams a long answer slowly (to try Stop/cancel);
    `!stream N` → streams N one-word deltas with no delay (for benchmarks);
@@ -35,6 +36,9 @@ from runs.providers.offline_tasks import task_answer
 from tambo_project.ids import new_id
 
 SLOW_WORDS = 200
+
+
+COMPONENT_PREFIX = "show_component_"  # runs.history.component_tool_name; providers import no Django apps
 
 
 class OfflineProvider:
@@ -129,8 +133,14 @@ def _tool_report(messages: list[dict[str, Any]]) -> str:
         if message.get("role") != "tool":
             break
         results.append(message)
-    lines = [f"Tool {names.get(m.get('tool_call_id'), 'unknown')} returned: {_text_of(m)}" for m in reversed(results)]
-    return "\n".join(lines)
+    return "\n".join(_tool_line(names.get(m.get("tool_call_id"), "unknown"), m) for m in reversed(results))
+
+
+def _tool_line(name: str, message: dict[str, Any]) -> str:
+    # A component's result only says it is shown; a person reads "Here is the DataCard." better.
+    if name.startswith(COMPONENT_PREFIX):
+        return f"Here is the {name[len(COMPONENT_PREFIX):]}."
+    return f"Tool {name} returned: {_text_of(message)}"
 
 
 def _named_tools(text: str, tools: list[ModelTool]) -> list[ModelTool]:

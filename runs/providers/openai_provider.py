@@ -13,6 +13,7 @@ import weakref
 from typing import Any, AsyncIterator
 
 import openai
+import orjson
 
 from runs.providers.base import (
     Completion,
@@ -26,6 +27,26 @@ from runs.providers.base import (
 )
 
 _TOOL_CHOICE_WORDS = ("auto", "required", "none")
+
+
+def _http_errors() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+    """(timeouts, transport errors) of the HTTP library the `openai` client reads the body with:
+    the raw body is read outside the client's own error mapping. Recent `openai` releases use the
+    `httpx2` fork, older ones `httpx`; both are caught where installed."""
+    timeouts: list[type[BaseException]] = []
+    errors: list[type[BaseException]] = []
+    for name in ("httpx2", "httpx"):
+        try:
+            module = __import__(name)
+        except ImportError:
+            continue
+        timeouts.append(module.TimeoutException)
+        errors.append(module.HTTPError)
+        errors.append(module.StreamError)
+    return tuple(timeouts), tuple(errors)
+
+
+_TIMEOUTS, _TRANSPORT_ERRORS = _http_errors()
 
 # Fixed, safe sentences: the upstream text may echo request content or internal details, so it is
 # never shown. The original exception stays chained (`__cause__`) for server-side logs.
@@ -71,29 +92,76 @@ class OpenAIProvider:
     async def stream(self, request: ModelRequest) -> AsyncIterator[Delta]:
         """Yield the deltas of one model step, ending with StepEnd; raise ModelError on failure.
 
-        Closing this generator or cancelling its task closes the HTTP response at once, which drops
-        the connection to the provider mid-answer.
+        The `openai` client sends the request (auth, headers, error answers); the body is read raw
+        (sse_payloads + orjson, no per-chunk pydantic objects), which keeps a fast model's stream
+        cheap. Closing this generator or cancelling its task closes the HTTP response at once,
+        which drops the connection to the provider mid-answer.
         """
         params = request_params(request, default_model=self.default_model)
-        response = None
+        opening = self._client().chat.completions.with_streaming_response.create(**params)
         try:
-            try:
-                response = await self._client().chat.completions.create(**params)
-            except openai.APIError as exc:
-                raise model_error(exc, started=False) from exc
+            response = await opening.__aenter__()
+        except openai.APIError as exc:
+            raise model_error(exc, started=False) from exc
+        try:
             fold = _StepFold()
-            try:
-                async for chunk in response:
-                    for delta in fold.feed(chunk):
-                        yield delta
-            except openai.APIError as exc:
-                raise model_error(exc, started=True) from exc
-            except ValueError as exc:  # a data line that is not JSON
-                raise ModelError("LLM_SERVER_ERROR", MSG_UNREADABLE, retryable=True) from exc
+            async for chunk in _chunks(response.http_response.aiter_bytes()):
+                for delta in fold.feed(chunk):
+                    yield delta
             yield fold.end()
         finally:
-            if response is not None:
-                await response.close()
+            await opening.__aexit__(None, None, None)
+
+
+async def _chunks(body: AsyncIterator[bytes]) -> AsyncIterator[dict[str, Any]]:
+    """The stream's chunk objects, until `[DONE]` or the end of the body; raises ModelError for a
+    broken connection, a timeout, an `{"error": …}` event or data that is not JSON."""
+    try:
+        async for payload in sse_payloads(body):
+            if payload == b"[DONE]":
+                return
+            try:
+                chunk = orjson.loads(payload)
+            except orjson.JSONDecodeError as exc:
+                raise ModelError("LLM_SERVER_ERROR", MSG_UNREADABLE, retryable=True) from exc
+            if not isinstance(chunk, dict):
+                raise ModelError("LLM_SERVER_ERROR", MSG_UNREADABLE, retryable=True)
+            if chunk.get("error") is not None:
+                raise ModelError("LLM_SERVER_ERROR", MSG_STREAM_ERROR, retryable=True)
+            yield chunk
+    except _TIMEOUTS as exc:
+        raise ModelError("LLM_SERVER_ERROR", MSG_TIMEOUT, retryable=True) from exc
+    except _TRANSPORT_ERRORS as exc:
+        raise ModelError("LLM_SERVER_ERROR", MSG_CONNECTION_LOST, retryable=True) from exc
+
+
+async def sse_payloads(body: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """The `data` of each server-sent event in `body` (several `data:` lines joined by newlines);
+    comments and other fields are skipped. Lines may end in LF, CRLF or CR."""
+    buffer = b""
+    data: list[bytes] = []
+    async for block in body:
+        buffer += block
+        if b"\r" in buffer:
+            buffer = buffer.replace(b"\r\n", b"\n")
+            if buffer.endswith(b"\r"):
+                continue  # the LF of a CRLF may be in the next block
+            buffer = buffer.replace(b"\r", b"\n")
+        lines = buffer.split(b"\n")
+        buffer = lines.pop()
+        for line in lines:
+            if not line:
+                if data:
+                    yield b"\n".join(data)
+                    data = []
+            elif line.startswith(b"data:"):
+                value = line[5:]
+                data.append(value[1:] if value.startswith(b" ") else value)
+    if buffer.startswith(b"data:"):
+        value = buffer[5:]
+        data.append(value[1:] if value.startswith(b" ") else value)
+    if data:
+        yield b"\n".join(data)
 
     async def complete(self, request: ModelRequest) -> Completion:
         """One non-streamed answer; the same error mapping and timeout as `stream`."""
@@ -166,43 +234,49 @@ def openai_tool_choice(choice: str | dict[str, Any]) -> str | dict[str, Any]:
 
 
 class _StepFold:
-    """Turns chat.completion.chunk objects into deltas, remembering what the step's end needs."""
+    """Turns chat.completion.chunk objects (decoded JSON) into deltas, remembering what the step's
+    end needs."""
 
     def __init__(self) -> None:
         self.finish_reason: str | None = None
         self.usage: dict[str, int] | None = None
         self._started_calls: set[int] = set()
 
-    def feed(self, chunk: Any) -> list[Delta]:
-        if chunk.usage is not None:
-            self.usage = {"prompt_tokens": chunk.usage.prompt_tokens,
-                          "completion_tokens": chunk.usage.completion_tokens,
-                          "total_tokens": chunk.usage.total_tokens}
+    def feed(self, chunk: dict[str, Any]) -> list[Delta]:
+        usage = chunk.get("usage")
+        if usage:
+            self.usage = {"prompt_tokens": usage.get("prompt_tokens", 0),
+                          "completion_tokens": usage.get("completion_tokens", 0),
+                          "total_tokens": usage.get("total_tokens", 0)}
         deltas: list[Delta] = []
-        for choice in chunk.choices:
-            if choice.index != 0:
+        for choice in chunk.get("choices") or ():
+            if choice.get("index", 0) != 0:
                 continue  # n > 1 is never asked for; ignore anything else.
-            if choice.delta is not None:
-                deltas += self._deltas(choice.delta)
-            if choice.finish_reason:
+            delta = choice.get("delta")
+            if delta:
+                deltas += self._deltas(delta)
+            reason = choice.get("finish_reason")
+            if reason:
                 # "function_call" is the legacy spelling of the same outcome.
-                reason = choice.finish_reason
                 self.finish_reason = "tool_calls" if reason == "function_call" else reason
         return deltas
 
-    def _deltas(self, delta: Any) -> list[Delta]:
+    def _deltas(self, delta: dict[str, Any]) -> list[Delta]:
         out: list[Delta] = []
-        if delta.content:
-            out.append(TextDelta(delta.content))
-        for call in delta.tool_calls or ():
-            arguments = (call.function.arguments if call.function else None) or ""
-            if call.index not in self._started_calls:
+        content = delta.get("content")
+        if content:
+            out.append(TextDelta(content))
+        for call in delta.get("tool_calls") or ():
+            function = call.get("function") or {}
+            arguments = function.get("arguments") or ""
+            index = call.get("index", 0)
+            if index not in self._started_calls:
                 # Some compatible servers repeat id and name on every fragment; pass them once.
-                self._started_calls.add(call.index)
-                name = call.function.name if call.function else None
-                out.append(ToolCallDelta(index=call.index, id=call.id, name=name, arguments=arguments))
+                self._started_calls.add(index)
+                out.append(ToolCallDelta(index=index, id=call.get("id"), name=function.get("name"),
+                                         arguments=arguments))
             elif arguments:
-                out.append(ToolCallDelta(index=call.index, id=None, name=None, arguments=arguments))
+                out.append(ToolCallDelta(index=index, id=None, name=None, arguments=arguments))
         return out
 
     def end(self) -> StepEnd:

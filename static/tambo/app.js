@@ -1,50 +1,16 @@
 // Wires the page together: two chat panels (v1 threads, chat completions) with the same composer,
-// status line and keyboard (Enter sends, Shift+Enter new line, Escape stops), the thread sidebar,
-// the demo table and the drawers used at phone width.
+// status line and keyboard (Enter sends, Shift+Enter new line, Escape stops), the thread sidebar
+// (open, rename, delete; the open thread is in the URL), the demo table and the drawers used at
+// phone width.
 
 import { CompletionsChat } from "./completions.js";
-import { renderView, statusLabel } from "./render.js";
+import { chatPanel } from "./composer.js";
+import { threadFromUrl, urlForThread } from "./route.js";
+import { drawThreadList } from "./sidebar.js";
 import { ThreadsChat } from "./threads.js";
-import { mountDemoTable, storedValues } from "./tools.js";
+import { askPerson, mountDemoTable, storedValues } from "./tools.js";
 
 const $ = (selector, root = document) => root.querySelector(selector);
-
-function panel(root, { controller, emptyText, onRetry, onComponentState }) {
-  const list = $("[data-role=messages]", root);
-  const state = $("[data-role=state]", root);
-  const input = $("[data-role=input]", root);
-  const send = $("[data-role=send]", root);
-  const stop = $("[data-role=stop]", root);
-  const form = $("[data-role=composer]", root);
-
-  const draw = (view, busy) => {
-    renderView(list, view, { onRetry: view.error?.retryable === false ? null : onRetry, onComponentState, emptyText, busy });
-    state.dataset.state = view.status;
-    state.textContent = statusLabel(view.status);
-    root.dataset.busy = String(busy);
-    send.disabled = busy;
-    stop.hidden = !busy;
-  };
-
-  const submit = async () => {
-    const text = input.value;
-    if (!text.trim() || controller().busy) return;
-    input.value = "";
-    await controller().send(text);
-  };
-  form.addEventListener("submit", (event) => {
-    event.preventDefault();
-    submit();
-  });
-  input.addEventListener("keydown", (event) => {
-    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
-      event.preventDefault();
-      submit();
-    }
-  });
-  stop.addEventListener("click", () => controller().stop());
-  return { draw, input, root };
-}
 
 function main() {
   mountDemoTable($("#demo-table tbody"));
@@ -52,24 +18,28 @@ function main() {
   document.addEventListener("tambo:storage", drawStorage);
 
   let threads;
-  const threadPanel = panel($("#panel-threads"), {
+  const threadPanel = chatPanel($("#panel-threads"), {
     controller: () => threads,
     emptyText: "Start a conversation. Try: read_selected_row, a DataCard, a BarChart, !slow or !fail.",
     onRetry: () => threads.retry(),
     onComponentState: (block, state) => threads.updateComponentState(block, state),
+    onSuggestion: true,
   });
   threads = new ThreadsChat({
     onChange: (view, busy) => {
       threadPanel.draw(view, busy);
       // One thread at a time: switching waits until the run (and its bookkeeping) has ended.
       $("#new-thread").disabled = busy;
-      for (const item of document.querySelectorAll(".thread-item")) item.disabled = busy;
+      for (const item of document.querySelectorAll(".thread-item, .thread-action")) item.disabled = busy;
     },
-    onThreadsChange: drawThreadList,
+    onThreadsChange: (list, currentId) => {
+      showThreadList(list, currentId);
+      followInUrl(currentId);
+    },
   });
 
   let completions;
-  const completionPanel = panel($("#panel-completions"), {
+  const completionPanel = chatPanel($("#panel-completions"), {
     controller: () => completions,
     emptyText: "This tab posts the whole conversation to /api/chat/completions each time. Try: read_selected_row.",
     onRetry: () => completions.retry(),
@@ -113,39 +83,69 @@ function main() {
   });
   $("#clear-completions").addEventListener("click", () => completions.clear());
 
-  function drawThreadList(list, currentId) {
-    const ul = $("#thread-list");
-    ul.replaceChildren();
-    for (const thread of list) {
-      const li = document.createElement("li");
-      const button = document.createElement("button");
-      button.type = "button";
-      button.className = "thread-item";
-      button.dataset.threadId = thread.id;
-      if (thread.id === currentId) button.setAttribute("aria-current", "true");
-      button.disabled = Boolean(threads?.busy);
-      const name = document.createElement("span");
-      name.className = "thread-name";
-      name.textContent = thread.name || "Untitled thread";
-      const meta = document.createElement("span");
-      meta.className = "thread-meta";
-      meta.textContent = new Date(thread.updatedAt || thread.createdAt || Date.now()).toLocaleString();
-      button.append(name, meta);
-      button.addEventListener("click", async () => {
-        if (threads.busy) return;
-        await threads.openThread(thread.id);
-        closeDrawers();
-      });
-      li.append(button);
-      ul.append(li);
+  let redrawAfterEdit = false;
+  function showThreadList(list, currentId) {
+    // Redrawing would take the name being typed away: wait until it is saved or dropped.
+    if (document.querySelector(".thread-rename-input")) {
+      redrawAfterEdit = true;
+      return;
     }
-    if (currentId && !list.some((t) => t.id === currentId)) {
-      const li = document.createElement("li");
-      li.className = "thread-item-new";
-      li.textContent = "New thread…";
-      ul.prepend(li);
+    redrawAfterEdit = false;
+    drawThreadList($("#thread-list"), list, currentId, {
+      onEditEnd: () => {
+        if (redrawAfterEdit) showThreadList(threads.threads, threads.thread?.id ?? null);
+      },
+      busy: Boolean(threads?.busy),
+      onOpen: async (id) => {
+        if (threads.busy) return;
+        await openFromSidebar(id);
+        closeDrawers();
+      },
+      onRename: (id, name) => threads.renameThread(id, name).catch((error) => threadProblem("rename", error)),
+      onDelete: async (id) => {
+        const thread = threads.threads.find((t) => t.id === id);
+        const sure = await askPerson(`Delete “${thread?.name || "Untitled thread"}” and all its messages?`, null,
+          { title: "Delete thread", yes: "Delete", no: "Cancel", danger: true });
+        if (sure) await threads.deleteThread(id).catch((error) => threadProblem("delete", error));
+      },
+    });
+  }
+  function threadProblem(action, error) {
+    threads.view.notice = `Could not ${action} the thread: ${error.message}`;
+    threads.changed();
+  }
+  async function openFromSidebar(id) {
+    try {
+      await threads.openThread(id);
+    } catch (error) {
+      // A bookmarked thread that was deleted (or belongs to someone else) answers 404.
+      threads.newThread();
+      threads.view.notice = error.status === 404 ? "That thread does not exist any more." : `Could not open the thread: ${error.message}`;
+      threads.changed();
     }
   }
+
+  // The URL follows the open thread. A thread that just got its id replaces the "new thread" entry,
+  // so Back does not lead to an empty page; opening another thread adds an entry.
+  let navigating = false; // a Back/Forward waiting for the turn to end: the URL is the person's
+  function followInUrl(currentId) {
+    if (navigating) return;
+    const shown = threadFromUrl(window.location.href);
+    if (shown === currentId) return;
+    const url = urlForThread(window.location.href, currentId);
+    if (shown === null) window.history.replaceState({ thread: currentId }, "", url);
+    else window.history.pushState({ thread: currentId }, "", url);
+  }
+  window.addEventListener("popstate", async () => {
+    // One thread at a time: Back during a turn takes effect when the turn has ended.
+    navigating = true;
+    await threads.whenIdle();
+    navigating = false;
+    const wanted = threadFromUrl(window.location.href);
+    if (wanted === (threads.thread?.id ?? null)) return;
+    if (wanted) await openFromSidebar(wanted);
+    else threads.newThread();
+  });
 
   // Phone width: the sidebar and the demo panel are drawers.
   const drawers = { "#toggle-sidebar": "#sidebar", "#toggle-workbench": "#workbench" };
@@ -169,8 +169,14 @@ function main() {
   completionPanel.draw(completions.view(), false);
   selectTab("threads");
   threads.loadThreads().catch((error) => console.error("Could not load threads", error));
+  // "2 min ago" grows older: redraw the list now and then, unless a name is being edited in it.
+  setInterval(() => showThreadList(threads.threads, threads.thread?.id ?? null), 60_000);
+  const bookmarked = threadFromUrl(window.location.href);
+  const opened = bookmarked ? openFromSidebar(bookmarked) : Promise.resolve();
   window.tamboPage = { threads, completions }; // for debugging in the console
-  document.body.dataset.ready = "true";
+  opened.finally(() => {
+    document.body.dataset.ready = "true";
+  });
 }
 
 function drawStorage() {

@@ -72,7 +72,10 @@ export const components = [
       const table = el("table");
       const head = el("tr");
       for (const column of Array.isArray(props.columns) ? props.columns : []) head.append(el("th", {}, asText(column)));
-      table.append(el("thead")).append(head);
+      // append() returns nothing, so the head row goes into its own variable.
+      const thead = el("thead");
+      thead.append(head);
+      table.append(thead);
       const body = el("tbody");
       (Array.isArray(props.rows) ? props.rows : []).forEach((row, index) => {
         const tr = el("tr", { tabindex: "0", "aria-selected": String(state.selectedRow === index) });

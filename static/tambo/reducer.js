@@ -176,6 +176,7 @@ export function endRun(view, status, error = null) {
 // A stored thread (GET /v1/threads/{id}) as a view: tool results are folded into their calls.
 export function viewFromThread(thread) {
   const view = newView();
+  let lastUser = null; // the last user message with no answer after it so far
   for (const stored of thread.messages || []) {
     const content = stored.content || [];
     const results = content.filter((b) => b.type === "tool_result");
@@ -207,12 +208,22 @@ export function viewFromThread(thread) {
         });
       }
     }
+    const answered = stored.role !== "user" || results.length > 0;
+    if (answered) lastUser = null;
     if (blocks.length || stored.isCancelled) {
-      view.messages.push({ id: stored.id, role: stored.role, blocks, cancelled: Boolean(stored.isCancelled) });
+      // A user message right after another one: the turn of the earlier one produced nothing.
+      if (lastUser && stored.role === "user") lastUser.unanswered = true;
+      const message = { id: stored.id, role: stored.role, blocks, cancelled: Boolean(stored.isCancelled) };
+      view.messages.push(message);
+      if (stored.role === "user" && !results.length) {
+        lastUser = message;
+        view.lastUserContent = content;
+      }
     }
   }
   if (thread.lastRunError && thread.runStatus === "idle") {
-    view.error = { message: thread.lastRunError.message, code: thread.lastRunError.code || null, retryable: false };
+    // Retry answers the stored message again (the server does not store it twice).
+    view.error = { message: thread.lastRunError.message, code: thread.lastRunError.code || null, retryable: Boolean(lastUser) };
     view.status = "error";
   } else if (thread.lastRunCancelled) {
     view.status = "cancelled";

@@ -1,7 +1,9 @@
 // Draws a view (see reducer.js) into a message list, reusing the DOM nodes of unchanged parts so a
-// streamed message only updates its text. Everything the model says goes in through textContent.
+// streamed message only updates its text. The person's text goes in through textContent; the
+// assistant's text is Markdown, drawn by markdown.js (sanitized, raw HTML shown as text).
 
 import { rendererFor } from "./components.js";
+import { renderMarkdown, renderMarkdownLive } from "./markdown.js";
 
 const STATUS_LABELS = {
   idle: "idle",
@@ -47,6 +49,12 @@ export function renderView(list, view, handlers = {}) {
     updateMessage(node, message, handlers);
     wanted.push(node);
   }
+  if (view.suggestions?.items?.length && !handlers.busy && handlers.onSuggestion) {
+    wanted.push(suggestionsNode(list, view.suggestions, handlers));
+  }
+  if (handlers.busy && ["requesting", "streaming", "calling-tools"].includes(view.status)) {
+    wanted.push(typingNode(list, view.status));
+  }
   if (view.notice) {
     const notice = el("li", "msg msg-notice", view.notice);
     notice.setAttribute("role", "status");
@@ -65,6 +73,41 @@ export function renderView(list, view, handlers = {}) {
     if (list.children[index] !== node) list.insertBefore(node, list.children[index] || null);
   });
   if (stickToBottom) list.scrollTop = list.scrollHeight;
+}
+
+// "Assistant is typing" while a run is under way; kept as one node so its animation does not restart.
+function typingNode(list, status) {
+  let node = list.querySelector(":scope > li.msg-typing");
+  if (!node) {
+    node = el("li", "msg msg-typing");
+    node.setAttribute("role", "status");
+    const dots = el("span", "typing-dots");
+    dots.setAttribute("aria-hidden", "true");
+    dots.append(el("span"), el("span"), el("span"));
+    node.append(dots, el("span", "typing-label"));
+  }
+  const label = status === "calling-tools" ? "Assistant is working…" : "Assistant is typing…";
+  const text = node.querySelector(".typing-label");
+  if (text.textContent !== label) text.textContent = label;
+  return node;
+}
+
+// Chips under the last answer; one click sends that suggestion as the next message.
+function suggestionsNode(list, suggestions, handlers) {
+  const existing = list.querySelector(":scope > li.msg-suggestions");
+  if (existing && existing._suggestions === suggestions) return existing;
+  const node = el("li", "msg msg-suggestions");
+  node._suggestions = suggestions;
+  node.setAttribute("aria-label", "Suggestions");
+  for (const suggestion of suggestions.items) {
+    const chip = el("button", "suggestion-chip", suggestion.title);
+    chip.type = "button";
+    if (suggestion.description) chip.title = suggestion.description;
+    chip.dataset.suggestionId = suggestion.id || "";
+    chip.addEventListener("click", () => handlers.onSuggestion(suggestion.detailedSuggestion || suggestion.title));
+    node.append(chip);
+  }
+  return node;
 }
 
 function errorNode(error, handlers) {
@@ -93,8 +136,11 @@ function updateMessage(node, message, handlers) {
       part = createBlock(block);
       node._blocks.set(block.key, part);
     }
-    updateBlock(part, block, handlers);
+    updateBlock(part, block, handlers, message.role);
     keep.push(part);
+  }
+  if (message.unanswered && !node.querySelector(":scope > .msg-unanswered")) {
+    node.append(el("div", "msg-unanswered", "No answer: that turn failed or was stopped."));
   }
   if (message.cancelled) {
     let badge = node.querySelector(":scope > .msg-badge");
@@ -127,9 +173,21 @@ function createBlock(block) {
   return el("div", "block-unknown");
 }
 
-function updateBlock(part, block, handlers) {
+function updateBlock(part, block, handlers, role) {
   if (block.kind === "text") {
-    if (part.textContent !== block.text) part.textContent = block.text;
+    if (role !== "assistant") {
+      if (part.textContent !== block.text) part.textContent = block.text;
+      return;
+    }
+    // While the run streams, only the growing end of the text is redrawn; once it is over, the whole
+    // text is drawn again with its code coloured (see markdown.js).
+    const highlight = !handlers.busy;
+    if (part._markdown === block.text && part._highlighted === highlight) return;
+    part.classList.add("markdown");
+    if (highlight) renderMarkdown(part, block.text);
+    else renderMarkdownLive(part, block.text);
+    part._markdown = block.text;
+    part._highlighted = highlight;
     return;
   }
   if (block.kind === "tool") {
@@ -149,11 +207,12 @@ function updateBlock(part, block, handlers) {
     part.dataset.componentId = block.id;
     part.dataset.componentName = block.name;
     part.dataset.streaming = String(block.streaming);
-    part.querySelector(".component-head").textContent = block.streaming ? `${block.name} · streaming props…` : block.name;
-    part.querySelector(".component-note").textContent = block.note || "";
+    part.querySelector(":scope > .component-head").textContent = block.streaming ? `${block.name} · streaming props…` : block.name;
+    // The card's own note, not a renderer's error message inside its body.
+    part.querySelector(":scope > .component-note").textContent = block.note || "";
     if (part._signature === signature) return;
     part._signature = signature;
-    const body = part.querySelector(".component-body");
+    const body = part.querySelector(":scope > .component-body");
     body.replaceChildren();
     const renderer = rendererFor(block.name);
     if (!renderer) {
@@ -164,7 +223,9 @@ function updateBlock(part, block, handlers) {
     try {
       renderer.render(body, block.props || {}, block.state || {}, block.streaming ? () => {} : setState);
     } catch (error) {
-      body.append(el("p", "component-note", `Could not draw ${block.name}: ${error.message}`));
+      const problem = el("p", "component-error", `Could not draw ${block.name}: ${error.message}`);
+      problem.setAttribute("role", "alert");
+      body.append(problem);
     }
   }
 }

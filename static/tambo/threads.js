@@ -21,10 +21,22 @@ export class ThreadsChat {
     this.active = null; // { abort, threadId, runId, stopping, deletion } while a turn runs
     this.lastInput = null; // what the last failed attempt sent, for Retry
     this.deferredStates = new Map(); // componentId → { block, previous } changed during a run
+    this.idleWaiters = [];
+    this.openTicket = 0;
+  }
+
+  // Resolves once no turn is running (at once when none is).
+  whenIdle() {
+    return this.busy ? new Promise((resolve) => this.idleWaiters.push(resolve)) : Promise.resolve();
   }
 
   get busy() {
     return this.active !== null;
+  }
+
+  // False while a turn only does its bookkeeping (re-reading and naming the thread).
+  get stoppable() {
+    return Boolean(this.active && !this.active.settling);
   }
 
   changed() {
@@ -39,6 +51,7 @@ export class ThreadsChat {
 
   newThread() {
     if (this.busy) return;
+    this.openTicket += 1;
     this.thread = null;
     this.deferredStates.clear();
     this.view = newView();
@@ -47,15 +60,43 @@ export class ThreadsChat {
     this.changed();
   }
 
+  // Opens a thread; a thread that is gone (deleted, someone else's) answers 404 and throws.
   async openThread(id) {
     if (this.busy) return;
+    // Back, Forward and clicks can overlap: only the last one asked for is shown.
+    const ticket = ++this.openTicket;
     const thread = await requestJson("GET", `/v1/threads/${encodeURIComponent(id)}`);
+    if (ticket !== this.openTicket || this.busy) return;
     this.thread = thread;
     this.deferredStates.clear();
     this.view = viewFromThread(thread);
-    this.lastInput = null;
+    this.lastInput = this.view.error?.retryable ? { role: "user", content: this.view.lastUserContent } : null;
     this.onThreadsChange(this.threads, id);
     this.changed();
+    this.loadSuggestions("GET");
+  }
+
+  async renameThread(id, name) {
+    const thread = await requestJson("PATCH", `/v1/threads/${encodeURIComponent(id)}`, { body: { name } });
+    this.rememberThread(thread);
+  }
+
+  // 409 RUN_ACTIVE while a run streams; the caller shows the error.
+  async deleteThread(id) {
+    await request("DELETE", `/v1/threads/${encodeURIComponent(id)}`);
+    this.threads = this.threads.filter((t) => t.id !== id);
+    if (this.thread?.id === id) this.newThread();
+    else this.onThreadsChange(this.threads, this.thread?.id ?? null);
+  }
+
+  rememberThread(thread) {
+    const summary = { ...thread };
+    delete summary.messages;
+    const known = this.threads.findIndex((t) => t.id === thread.id);
+    if (known >= 0) this.threads[known] = { ...this.threads[known], ...summary };
+    else this.threads.unshift(summary);
+    if (this.thread?.id === thread.id) this.thread = { ...this.thread, ...summary };
+    this.onThreadsChange(this.threads, this.thread?.id ?? null);
   }
 
   async send(text) {
@@ -63,9 +104,10 @@ export class ThreadsChat {
     if (!trimmed || this.busy) return false;
     this.view.error = null;
     this.view.notice = null;
+    this.view.suggestions = null;
     addUserMessage(this.view, trimmed);
-    // A new thread is named after its first message once the run has ended.
-    const nameAs = this.thread === null ? trimmed : null;
+    // A thread without a name gets one from the server after its first answer.
+    const nameAs = this.thread?.name ? null : trimmed;
     await this.turn({ role: "user", content: [{ type: "text", text: trimmed }] }, nameAs);
     return true;
   }
@@ -74,6 +116,7 @@ export class ThreadsChat {
     if (this.busy || !this.lastInput) return;
     this.view.error = null;
     this.view.notice = null;
+    this.view.suggestions = null;
     await this.turn(this.lastInput);
   }
 
@@ -145,11 +188,17 @@ export class ThreadsChat {
     } finally {
       // Still busy until the thread is re-read: a Retry or a new message needs its lastCompletedRunId.
       this.active.settling = true;
+      this.changed(); // nothing left to stop
       if (this.active.deletion) await this.active.deletion;
-      if (nameAs && this.thread?.id) await this.nameThread(nameAs);
-      else await this.refreshThread();
+      await this.refreshThread();
+      // Stopped before the server said which thread it made: the list shows it anyway.
+      if (!this.thread) await this.loadThreads().catch(() => null);
+      // Named before the person can go on, so a rename of theirs cannot be overtaken by this one.
+      if (nameAs && this.thread?.id && !this.thread.name) await this.nameThread(nameAs);
       this.active = null;
       this.changed();
+      for (const resolve of this.idleWaiters.splice(0)) resolve();
+      if (this.view.status === "completed") this.loadSuggestions("POST");
       const deferred = [...this.deferredStates.values()];
       this.deferredStates.clear();
       for (const { block, previous } of deferred) await this.updateComponentState(block, block.state, previous);
@@ -216,25 +265,47 @@ export class ThreadsChat {
   async refreshThread() {
     if (!this.thread?.id) return;
     try {
-      this.thread = await requestJson("GET", `/v1/threads/${encodeURIComponent(this.thread.id)}`);
-      const known = this.threads.findIndex((t) => t.id === this.thread.id);
-      const summary = { ...this.thread };
-      delete summary.messages;
-      if (known >= 0) this.threads[known] = summary;
-      else this.threads.unshift(summary);
-      this.onThreadsChange(this.threads, this.thread.id);
+      this.rememberThread(await requestJson("GET", `/v1/threads/${encodeURIComponent(this.thread.id)}`));
     } catch (error) {
       console.warn("Could not refresh the thread", error);
     }
   }
 
+  // The server names the thread from the conversation (spec section 11). Should that route fail
+  // (an older server), the first message, cut short, names it instead.
   async nameThread(text) {
+    const id = this.thread.id;
+    try {
+      this.rememberThread(await requestJson("POST", `/threads/${encodeURIComponent(id)}/generate-name`));
+      return;
+    } catch (error) {
+      console.warn("The server could not name the thread; naming it after the first message", error);
+    }
     const name = text.length > 60 ? `${text.slice(0, 57)}…` : text;
     try {
-      await requestJson("PATCH", `/v1/threads/${encodeURIComponent(this.thread.id)}`, { body: { name } });
-      await this.refreshThread();
+      await this.renameThread(id, name);
     } catch (error) {
       console.warn("Could not name the thread", error);
+    }
+  }
+
+  // Suggestions for the last answer (spec section 11): POST makes new ones after a turn, GET shows
+  // the stored ones when a thread is opened. They are a nicety: a failure only logs.
+  async loadSuggestions(method) {
+    const threadId = this.thread?.id;
+    const last = this.view.messages[this.view.messages.length - 1];
+    if (!threadId || !last || last.role !== "assistant" || last.id.startsWith("local-")) return;
+    const path = `/v1/threads/${encodeURIComponent(threadId)}/messages/${encodeURIComponent(last.id)}/suggestions`;
+    try {
+      const answer = method === "POST"
+        ? await requestJson("POST", path, { body: { maxSuggestions: 3, availableComponents: componentSpecs() } })
+        : await requestJson("GET", path);
+      // The person may have moved on (sent a message, opened another thread) meanwhile.
+      if (this.busy || this.thread?.id !== threadId || this.view.messages[this.view.messages.length - 1] !== last) return;
+      this.view.suggestions = { messageId: last.id, items: answer.suggestions || [] };
+      this.changed();
+    } catch (error) {
+      console.warn("No suggestions", error);
     }
   }
 }

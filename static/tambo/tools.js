@@ -54,8 +54,14 @@ const STORAGE_PREFIX = "tambo-demo:";
 
 // --- Confirmation: an in-page dialog, answered by the person ---------------------------------------
 
-function askPerson(question, signal) {
+// Also used by the page itself (deleting a thread), with its own title.
+export function askPerson(question, signal, { title = "The assistant asks:", yes = "Yes", no = "No", danger = false } = {}) {
   const dialog = document.getElementById("confirm-dialog");
+  dialog.querySelector(".dialog-title").textContent = title;
+  const yesButton = dialog.querySelector("[value=yes]");
+  yesButton.textContent = yes;
+  yesButton.className = danger ? "danger" : "primary";
+  dialog.querySelector("[value=no]").textContent = no;
   dialog.querySelector("[data-role=question]").textContent = question;
   return new Promise((resolve, reject) => {
     const done = (answer) => {
@@ -73,7 +79,8 @@ function askPerson(question, signal) {
     dialog.addEventListener("close", onClose);
     signal?.addEventListener("abort", onAbort, { once: true });
     dialog.showModal();
-    dialog.querySelector("[value=yes]").focus();
+    // The safe answer has the focus: Enter or a stray key press must not confirm a deletion.
+    dialog.querySelector("[value=no]").focus();
   });
 }
 

@@ -2,7 +2,6 @@
 the chat-completions tab and the phone layout. Checks what a person sees, and the server's records."""
 from __future__ import annotations
 
-import json
 
 import pytest
 from playwright.sync_api import expect

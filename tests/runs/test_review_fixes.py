@@ -65,12 +65,13 @@ def test_it_ends_the_stream_with_run_error_and_frees_the_thread_when_recording_t
     assert events[0]["type"] == "RUN_STARTED"
     ends = [e for e in events if e["type"] in ("RUN_FINISHED", "RUN_ERROR")]
     assert ends == [events[-1]]
-    assert events[-1]["code"] == "INTERNAL_ERROR"
-    assert events[-1]["category"] == "server_error"
+    # A database that went away is a passing condition the client may retry (spec section 14).
+    assert events[-1]["code"] == "SERVICE_UNAVAILABLE"
+    assert events[-1]["category"] == "server_error" and events[-1]["isRetryable"] is True
     assert "closed the connection" not in json.dumps(events)
     thread = Thread.objects.get(pk=thread_id)
     assert thread.run_status == RunStatus.IDLE
-    assert thread.last_run_error["code"] == "INTERNAL_ERROR"
+    assert thread.last_run_error["code"] == "SERVICE_UNAVAILABLE"
 
 
 def test_the_watcher_starts_again_on_a_new_event_loop_when_the_old_loop_closed_under_it(settings, monkeypatch):

@@ -30,7 +30,8 @@ def database_url() -> str:
 
 
 class LiveServer:
-    def __init__(self, name: str, extra_env: dict[str, str] | None = None):
+    def __init__(self, name: str, extra_env: dict[str, str] | None = None,
+                 app: str = "tambo_project.asgi:application"):
         self.name = name
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -43,7 +44,7 @@ class LiveServer:
         self.log_path = LOG_DIR / f"{name}-{self.port}.log"
         self._log = open(self.log_path, "wb")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "tambo_project.asgi:application", "--host", "127.0.0.1",
+            [sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1",
              "--port", str(self.port), "--no-access-log", "--timeout-graceful-shutdown", "2"],
             cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
         )

@@ -105,9 +105,8 @@ def test_the_offline_model_renders_a_component_with_streamed_nested_props(api):
     assert message_id == start["messageId"]
     assert {k: block[k] for k in ("type", "id", "name", "props", "state")} == {
         "type": "component", "id": start["componentId"], "name": "Card", "props": PROPS, "state": {}}
-    # The model goes on in the same run and is told the component is shown.
-    assert text_of(events).startswith(
-        f"Tool show_component_Card returned: Component Card ({start['componentId']}) is shown to the user.")
+    # The model goes on in the same run once the component is shown (the offline model says so plainly).
+    assert text_of(events) == "Here is the Card."
 
 
 def test_a_component_without_props_in_the_text_gets_its_schema_defaults(api):

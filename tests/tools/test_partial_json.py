@@ -212,8 +212,16 @@ def test_it_never_raises_on_random_garbage():
     alphabet = '{}[]",:\\ u0123456789.eE+-truefalsn\n😀\ud800'
     for _ in range(3000):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+        # Now and then a number longer than Python converts (4,300 digits).
+        text += "7" * 4400 * (rng.random() < 0.01)
         parse_partial(text)
         parse_partial(text, complete=True)
+
+
+def test_an_integer_too_long_for_python_is_dropped_like_invalid_text():
+    huge = "9" * 5000
+    assert parse_partial(f'{{"a": 1, "b": {huge}, "c": 2}}') == {"a": 1}
+    assert parse_partial(f"[{huge}", complete=True) == []
 
 
 def test_deep_nesting_does_not_hit_the_recursion_limit():

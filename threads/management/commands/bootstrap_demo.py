@@ -38,5 +38,6 @@ class Command(BaseCommand):
             self.stdout.write(line)
         if not lines:
             self.stdout.write("  (demo key and user were created on an earlier start; "
-                              "`python manage.py createapikey` makes another key)")
+                              "`.venv/bin/python manage.py createapikey` makes another key, "
+                              "`.venv/bin/python manage.py changepassword demo` a new demo password)")
         self.stdout.write("")

@@ -1,0 +1,223 @@
+"""Capacity benchmarks (spec section 8): `bin/bench pipeline | concurrency N | per-run`.
+
+Not tests: they print numbers for the README's table. Each starts what it needs and stops it:
+the app under uvicorn (a subprocess), a throwaway PostgreSQL cluster (tests/support/pg_cluster.py,
+default max_connections=100) and/or a SQLite file, and the repository's fake OpenAI server in its
+own process.
+
+- pipeline: one 5,000-delta answer from the fake OpenAI server, read directly (requests + json, and
+  the `openai` client) and through the app (requests + json on its SSE): deltas per second.
+- concurrency N: N paced runs started together (offline model): failures, RUN_STARTED p50/p95,
+  server CPU seconds, peak RSS, peak database connections, whether every stream got all its text.
+- per-run: server CPU per run for 10-delta answers, SQL statements per run (PostgreSQL statement
+  log), time to RUN_STARTED on an idle server; on SQLite and PostgreSQL.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import requests
+
+from bench.run import ROOT, start
+from tests.support.many_streams import Sampler, run_streams
+from tests.support.pg_cluster import PgCluster
+
+DELTAS = 5000
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def thread_count(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Threads:"):
+            return int(line.split()[1])
+    return 0
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def sqlite_env() -> dict[str, str]:
+    workdir = Path(tempfile.mkdtemp(prefix="tambo-bench-"))
+    return {"SQLITE_PATH": str(workdir / "db.sqlite3"), "DATABASE_URL": f"sqlite:///{workdir / 'db.sqlite3'}"}
+
+
+def prepare(env: dict[str, str]) -> str:
+    """Migrates the database named by env and returns a new API key."""
+    full = {**os.environ, **env, "LOG_LEVEL": "WARNING"}
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=full, check=True)
+    out = subprocess.run([sys.executable, "manage.py", "createapikey", "--project", "bench"], cwd=ROOT, env=full,
+                         check=True, capture_output=True, text=True).stdout
+    return out.split()[-1]
+
+
+def run_body(text: str, user: str = "bench") -> dict:
+    return {"userKey": user, "message": {"role": "user", "content": [{"type": "text", "text": text}]}}
+
+
+def read_run(session: requests.Session, url: str, body: dict) -> tuple[float, float, str, str]:
+    """(seconds to RUN_STARTED, seconds to the end, the text, the last event type)."""
+    began = time.perf_counter()
+    started, parts, last = 0.0, [], ""
+    with session.post(url, json=body, stream=True, timeout=120) as response:
+        response.raise_for_status()
+        for line in response.iter_lines():
+            if not line.startswith(b"data:"):
+                continue
+            event = json.loads(line[5:])
+            last = event["type"]
+            if last == "RUN_STARTED":
+                started = time.perf_counter() - began
+            elif last == "TEXT_MESSAGE_CONTENT":
+                parts.append(event["delta"])
+    return started, time.perf_counter() - began, "".join(parts), last
+
+
+# --- pipeline ----------------------------------------------------------------------------------------
+
+def start_fake(deltas: int) -> tuple[subprocess.Popen, str]:
+    code = ("import sys, time\n"
+            "from tests.support.fake_openai import FakeOpenAI, Text\n"
+            f"fake = FakeOpenAI(Text([f'w{{i}} ' for i in range({deltas})])).start()\n"
+            "print(fake.base_url, flush=True)\n"
+            "time.sleep(3600)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    return proc, proc.stdout.readline().strip()
+
+
+def direct_requests(base_url: str) -> tuple[float, int]:
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    began, count = time.perf_counter(), 0
+    with requests.post(base_url + "/chat/completions", json=body, stream=True, timeout=60,
+                       headers={"Authorization": "Bearer k"}) as response:
+        for line in response.iter_lines():
+            if line.startswith(b"data: ") and line != b"data: [DONE]":
+                chunk = json.loads(line[6:])
+                for choice in chunk.get("choices") or ():
+                    if (choice.get("delta") or {}).get("content"):
+                        count += 1
+    return time.perf_counter() - began, count
+
+
+def direct_openai(base_url: str) -> tuple[float, int]:
+    import openai
+
+    client = openai.OpenAI(base_url=base_url, api_key="k", max_retries=0)
+    began, count = time.perf_counter(), 0
+    for chunk in client.chat.completions.create(model="m", stream=True, messages=[{"role": "user", "content": "hi"}]):
+        if chunk.choices and chunk.choices[0].delta.content:
+            count += 1
+    return time.perf_counter() - began, count
+
+
+def pipeline(repeat: int) -> None:
+    fake, base_url = start_fake(DELTAS)
+    env = {**sqlite_env(), "MODEL_PROVIDER": "openai", "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "k"}
+    key = prepare(env)
+    app, url = start("tambo_project.asgi:application", env)
+    try:
+        session = requests.Session()
+        session.headers["x-api-key"] = key
+        rows = {"requests + json, direct": [], "openai client, direct": [], "through the server": []}
+        expected = "".join(f"w{i} " for i in range(DELTAS))
+        for _ in range(repeat + 1):  # the first round warms up and is dropped
+            rows["requests + json, direct"].append(direct_requests(base_url))
+            rows["openai client, direct"].append(direct_openai(base_url))
+            _, seconds, text, last = read_run(session, url + "/v1/threads/runs", run_body("hi"))
+            assert text == expected and last == "RUN_FINISHED", (len(text), last)
+            rows["through the server"].append((seconds, DELTAS))
+        direct = statistics.median(s for s, _ in rows["requests + json, direct"][1:])
+        print(f"\npipeline: one {DELTAS}-delta answer from the fake OpenAI server (median of {repeat})")
+        print(f"{'path':<28} {'seconds':>8} {'deltas/s':>9} {'vs direct':>9}")
+        for name, samples in rows.items():
+            seconds = statistics.median(s for s, _ in samples[1:])
+            print(f"{name:<28} {seconds:>8.3f} {DELTAS / seconds:>9.0f} {direct / seconds:>9.2f}")
+    finally:
+        app.terminate(), app.wait()
+        fake.terminate(), fake.wait()
+
+
+# --- concurrency -------------------------------------------------------------------------------------
+
+def concurrency(n: int, delay: float, pool: int) -> None:
+    cluster = PgCluster(max_connections=100)
+    try:
+        env = {"DATABASE_URL": cluster.url, "MODEL_PROVIDER": "offline", "OFFLINE_MODEL_DELAY": str(delay),
+               "DB_POOL_SIZE": str(pool)}
+        key = prepare(env)
+        app, url = start("tambo_project.asgi:application", env)
+        try:
+            before = cpu_seconds(app.pid)
+            with Sampler(cluster.client_connections) as connections, \
+                    Sampler(lambda: thread_count(app.pid)) as threads:
+                began = time.perf_counter()
+                results, overlap = asyncio.run(run_streams(url, key, n, "hello"))
+                wall = time.perf_counter() - began
+            cpu = cpu_seconds(app.pid) - before
+            rss = peak_rss_mb(app.pid)
+        finally:
+            app.terminate(), app.wait()
+    finally:
+        cluster.stop()
+    finished = [r for r in results if r.finished]
+    started = sorted(r.run_started_after for r in results if r.run_started_after is not None)
+    texts = {r.text for r in finished}
+    p50 = statistics.median(started) * 1000 if started else float("nan")
+    p95 = started[int(len(started) * 0.95) - 1] * 1000 if started else float("nan")
+    print(f"\nconcurrency: {n} runs started together, offline model {delay}s between deltas, "
+          f"PostgreSQL max_connections=100, DB_POOL_SIZE={pool}")
+    print(f"failures {n - len(finished)}; RUN_STARTED p50 {p50:.0f} ms, p95 {p95:.0f} ms; "
+          f"server CPU {cpu:.2f} s ({cpu / n * 1000:.1f} ms/run); peak RSS {rss:.0f} MB; "
+          f"peak DB connections {connections.peak:.0f}; peak server threads {threads.peak:.0f}; "
+          f"streams open at once {overlap.peak}; "
+          f"all text delivered: {len(texts) == 1 and len(finished) == n}; wall {wall:.1f} s")
+    for r in results:
+        if not r.finished:
+            print("  failed:", r.status, r.error or r.events[-3:])
+            break
+
+
+# --- per run -----------------------------------------------------------------------------------------
+
+def per_run(runs: int) -> None:
+    print(f"\nper-run: {runs} sequential runs of 10-delta answers (offline `!stream 10`), one client")
+    print(f"{'database':<11} {'CPU ms/run':>10} {'RUN_STARTED ms p50':>19} {'statements/run':>15}")
+    cluster = PgCluster(max_connections=100, options="-c log_statement=all -c log_min_messages=log")
+    try:
+        for name, env in (("SQLite", sqlite_env()), ("PostgreSQL", {"DATABASE_URL": cluster.url})):
+            env = {**env, "MODEL_PROVIDER": "offline", "OFFLINE_MODEL_DELAY": "0", "RUN_WATCH_INTERVAL": "60"}
+            key = prepare(env)
+            app, url = start("tambo_project.asgi:application", env)
+            try:
+                session = requests.Session()
+                session.headers["x-api-key"] = key
+                for _ in range(5):
+                    read_run(session, url + "/v1/threads/runs", run_body("!stream 10"))  # warm-up
+                log_at = cluster.log_size()
+                before = cpu_seconds(app.pid)
+                started = [read_run(session, url + "/v1/threads/runs", run_body("!stream 10"))[0]
+                           for _ in range(runs)]
+                cpu = (cpu_seconds(app.pid) - before) / runs * 1000
+                statements = cluster.statements_since(log_at) / runs if name == "PostgreSQL" else float("nan")
+            finally:
+                app.terminate(), app.wait()
+            print(f"{name:<11} {cpu:>10.2f} {statistics.median(started) * 1000:>19.2f} {statements:>15.1f}")
+    finally:
+        cluster.stop()
+    print("CPU is the server process's user+system time over the runs (the client is another process).")

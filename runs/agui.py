@@ -1,0 +1,203 @@
+"""AG-UI at the edge (`POST /v1/agui`, spec section 13): pure mapping, no database, no HTTP.
+
+In: an `ag_ui.core.RunAgentInput` and what the thread already stores → the turn it adds (`plan_turn`),
+the client tools (`client_tools`) and the context the model gets. Out: the advance loop's events as
+plain AG-UI (`agui_events`): the client's own thread and run ids, a STATE_SNAPSHOT after RUN_STARTED,
+and nothing Tambo-specific, so a generic client's own verification accepts the stream.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator
+
+from ag_ui.core import (
+    AssistantMessage,
+    BaseEvent,
+    CustomEvent,
+    DeveloperMessage,
+    RunAgentInput,
+    RunErrorEvent,
+    RunFinishedEvent,
+    RunStartedEvent,
+    StateSnapshotEvent,
+    SystemMessage,
+    TextPart,
+    ToolCallResultEvent,
+    ToolMessage,
+    UserMessage,
+)
+from pydantic import ValidationError
+
+from clientsdk import types as wire
+from tambo_project.problems import Problem, validation_error
+
+MAX_ID_LENGTH = 200
+
+
+@dataclass
+class NewMessage:
+    """A message of the request that the thread does not store yet, in the thread's own form."""
+
+    role: str  # threads.models.Message.Role value
+    content: list[dict[str, Any]]
+    external_id: str
+    metadata: dict[str, Any] | None = None
+
+
+@dataclass
+class Turn:
+    """What one request adds to its thread: new messages in order, and tool results by call id."""
+
+    messages: list[NewMessage] = field(default_factory=list)
+    results: dict[str, NewMessage] = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        return not self.results and not any(m.role == "user" for m in self.messages)
+
+
+def check_input(run_input: RunAgentInput, *, max_messages: int) -> None:
+    """Limits the models cannot express: id lengths and the history's size (413 over the limit)."""
+    for name, value in (("threadId", run_input.thread_id), ("runId", run_input.run_id)):
+        if not value.strip() or len(value) > MAX_ID_LENGTH:
+            raise validation_error(f"{name} must be 1 to {MAX_ID_LENGTH} characters.", field=name)
+    if len(run_input.messages) > max_messages:
+        raise Problem(413, "PAYLOAD_TOO_LARGE",
+                      f"The history has {len(run_input.messages)} messages; at most {max_messages} are accepted.",
+                      field="messages", maxMessages=max_messages)
+    for index, message in enumerate(run_input.messages):
+        if not message.id or len(message.id) > MAX_ID_LENGTH:
+            raise validation_error(f"A message id must be 1 to {MAX_ID_LENGTH} characters.",
+                                   field=f"messages[{index}].id")
+
+
+def forwarded_user_key(run_input: RunAgentInput) -> object:
+    props = run_input.forwarded_props
+    return props.get("userKey") if isinstance(props, dict) else None
+
+
+def client_tools(run_input: RunAgentInput) -> list[wire.ClientTool]:
+    """The request's `tools` as client tools (the application runs them); 400 naming a bad one."""
+    tools = []
+    for index, tool in enumerate(run_input.tools or []):
+        data: dict[str, Any] = {"name": tool.name, "description": tool.description}
+        if tool.parameters is not None:
+            data["inputSchema"] = tool.parameters
+        try:
+            tools.append(wire.ClientTool.model_validate(data))
+        except ValidationError as exc:
+            error = exc.errors(include_url=False)[0]
+            name = "parameters" if error["loc"][0] in ("inputSchema", "input_schema") else error["loc"][0]
+            raise validation_error(f"tools[{index}].{name}: {error['msg']}", field=f"tools[{index}].{name}") from None
+    return tools
+
+
+def model_context(run_input: RunAgentInput, state: Any) -> dict[str, Any] | None:
+    """The `context` items (and the shared state, when there is one) as the turn's additional context."""
+    context: dict[str, Any] = {}
+    if run_input.context:
+        context["context"] = [{"description": c.description, "value": c.value} for c in run_input.context]
+    if state not in (None, {}, []):
+        context["state"] = state
+    return context or None
+
+
+def plan_turn(run_input: RunAgentInput, *, known_ids: set[str], answered_call_ids: set[str]) -> Turn:
+    """Sorts the client's history: ids already stored are skipped, results of calls already answered
+    are history too; the rest is new. Raises 400 for what cannot be stored (see `_new_message`)."""
+    turn = Turn()
+    for index, message in enumerate(run_input.messages):
+        if message.id in known_ids:
+            continue
+        if isinstance(message, ToolMessage):
+            if message.tool_call_id in answered_call_ids:
+                continue  # a result this server stored (or a server tool's, echoed back by the client)
+            # Duplicates by call id collapse, the last one wins (as on /v1).
+            turn.results[message.tool_call_id] = _tool_result(message, index)
+            continue
+        new = _new_message(message, index)
+        if new is not None:
+            turn.messages.append(new)
+    return turn
+
+
+def _new_message(message: Any, index: int) -> NewMessage | None:
+    where = f"messages[{index}]"
+    if isinstance(message, UserMessage):
+        content = content_blocks(message.content, f"{where}.content")
+        if not content:
+            raise validation_error("A user message must not be empty.", field=f"{where}.content")
+        return NewMessage("user", content, message.id, message.metadata)
+    if isinstance(message, (SystemMessage, DeveloperMessage)):
+        return NewMessage("system", content_blocks(message.content, f"{where}.content"), message.id)
+    if isinstance(message, AssistantMessage):
+        if message.tool_calls:
+            # Calls this server made are stored under their message's id; others were never offered.
+            raise validation_error("Only this server's own assistant messages may carry tool calls.",
+                                   field=f"{where}.toolCalls")
+        return NewMessage("assistant", content_blocks(message.content or "", f"{where}.content"), message.id)
+    return None  # activity and reasoning messages are the client's own display material
+
+
+def _tool_result(message: ToolMessage, index: int) -> NewMessage:
+    content = content_blocks(message.content, f"messages[{index}].content")
+    if message.error and not content:
+        content = [{"type": "text", "text": message.error}]
+    block: dict[str, Any] = {"type": "tool_result", "toolUseId": message.tool_call_id, "content": content}
+    if message.error:
+        block["isError"] = True
+    return NewMessage("tool", [block], message.id, message.metadata)
+
+
+def content_blocks(content: str | list[Any], where: str) -> list[dict[str, Any]]:
+    """AG-UI content (a string or parts) → the thread's text and resource blocks."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    blocks = []
+    for index, part in enumerate(content):
+        if isinstance(part, TextPart):
+            blocks.append({"type": "text", "text": part.text})
+            continue
+        source = getattr(part, "source", None)
+        if source is None:
+            raise validation_error("Unsupported content part.", field=f"{where}[{index}]")
+        resource: dict[str, Any] = {"name": f"{part.type} part"}
+        if source.type == "data":
+            resource["blob"] = source.value
+        else:
+            resource["uri"] = source.value  # a URL, or a provider's file handle
+        if getattr(source, "mime_type", None):
+            resource["mimeType"] = source.mime_type
+        blocks.append({"type": "resource", "resource": resource})
+    return blocks
+
+
+def result_message_id(tool_call_id: str) -> str:
+    """The id an AG-UI client gives a server tool's result (its TOOL_CALL_RESULT `messageId`).
+
+    The /v1 stream names the assistant message there; an AG-UI client files the result as a message
+    of its own under that id, so it gets one distinct from the assistant message's.
+    """
+    return f"{tool_call_id}.result"
+
+
+async def agui_events(events: AsyncIterator[BaseEvent], *, thread_id: str, run_id: str,
+                      state: Any) -> AsyncIterator[BaseEvent]:
+    """The advance loop's events as a generic AG-UI client expects them."""
+    async for event in events:
+        if isinstance(event, RunStartedEvent):
+            yield RunStartedEvent(thread_id=thread_id, run_id=run_id)
+            yield StateSnapshotEvent(snapshot=state if state is not None else {})
+        elif isinstance(event, RunFinishedEvent):
+            yield RunFinishedEvent(thread_id=thread_id, run_id=run_id, outcome=event.outcome)
+        elif isinstance(event, RunErrorEvent):
+            # Without Tambo's extra members, which AG-UI clients strip with a warning.
+            yield RunErrorEvent(message=event.message, code=event.code)
+        elif isinstance(event, CustomEvent):
+            # Tambo's own: components are not offered on this route, and `awaiting_input` says what
+            # RUN_FINISHED's outcome (`pendingToolCallIds`) already says.
+            continue
+        elif isinstance(event, ToolCallResultEvent):
+            yield event.model_copy(update={"message_id": result_message_id(event.tool_call_id)})
+        else:
+            yield event

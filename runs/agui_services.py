@@ -1,0 +1,169 @@
+"""Starting a run from an AG-UI request (`POST /v1/agui`, spec section 13).
+
+The same lock (`lock_take`), checks (`_check_tool_results`), storage and `StartedRun` as a /v1 run, so
+the advance loop runs it unchanged; only how the thread is found and how the turn is read differ.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ag_ui.core import RunAgentInput
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from pydantic import ValidationError
+
+from clientsdk import types as wire
+from runs import agui
+from runs.lock import lock_take
+from runs.models import Run
+from runs.services import (
+    ABANDONED_TEXT,
+    StartedRun,
+    _check_tool_results,
+    _count_turn_tool_calls,
+    _request_params,
+)
+from tambo_project.auth import Principal
+from tambo_project.problems import Problem, validation_error
+from threads import selectors, services as thread_services
+from tools.selectors import project_tools_of
+from threads.models import Message, Project, RunStatus, Thread
+
+SERVER_THREAD_PREFIX = "thr_"
+
+
+def agui_run_start(*, principal: Principal, run_input: RunAgentInput) -> StartedRun:
+    """Checks an AG-UI request, finds or creates its thread, takes the lock and stores the turn.
+
+    Checks in /v1's order: the body, the user, the thread (404 for another user's), the tool
+    results (400 INVALID_TOOL_RESULT unless they answer exactly the pending calls), then the lock
+    (409 CONCURRENT_RUN). The new thread, the Run row, the new messages (with the client's ids)
+    and the state are written in the lock's transaction, so a rejected request writes nothing.
+    The returned run's `thread.agui_state` is the state its stream sends back.
+    """
+    agui.check_input(run_input, max_messages=settings.AGUI_MAX_MESSAGES)
+    user_key = _user_key(principal, run_input)
+    tools = agui.client_tools(run_input)
+    with transaction.atomic():
+        thread = _thread_for(principal.project, user_key, run_input.thread_id)
+        # Checked before the lock too, so a bad request is told so even while a run streams.
+        turn = _plan(thread, run_input)
+        body = _run_body(run_input, turn, tools)
+        run = Run(thread=thread, request_params={**_request_params(body), "aguiRunId": run_input.run_id},
+                  status=Run.Status.STREAMING, started_at=timezone.now())
+
+        def in_lock(locked: Thread) -> None:
+            locked_turn = _plan(locked, run_input)
+            run.previous_run_id = locked.last_completed_run_id
+            run.save(force_insert=True)
+            _store_turn(locked, run, locked_turn, agui.model_context(run_input, _state(locked, run_input)))
+            locked.pending_tool_call_ids = []
+            if run_input.state is not None:
+                locked.agui_state = run_input.state
+
+        # Straight into STREAMING, as /v1 runs: the loop starts the model at once.
+        thread = lock_take(thread_id=thread.id, run_id=run.id, in_lock=in_lock, status=RunStatus.STREAMING)
+        # Read in the lock's transaction: a failure here rolls the lock back with everything else.
+        history = selectors.messages_all(thread=thread)
+        tools = project_tools_of(principal.project)
+    thread.project = principal.project  # the loop reads it from async code: no lazy loads there
+    started = StartedRun(thread=thread, run=run, body=body, history=history, tools=tools)
+    _count_turn_tool_calls(started)
+    return started
+
+
+def _user_key(principal: Principal, run_input: RunAgentInput) -> str:
+    try:
+        return principal.user_key(agui.forwarded_user_key(run_input))
+    except Problem as problem:
+        if problem.code == "VALIDATION_ERROR" and problem.extra.get("field") == "userKey":
+            raise validation_error(problem.detail.replace("userKey", "forwardedProps.userKey"),
+                                   field="forwardedProps.userKey") from None
+        raise
+
+
+def _thread_for(project: Project, user_key: str, client_thread_id: str) -> Thread:
+    """The user's thread for the client's `threadId`, created on first use in the caller's transaction.
+
+    A `thr_…` id names a server thread (one made through /v1, say): it must be this user's, else
+    404 as for any thread that is not theirs. Any other id is the client's own, scoped to the user.
+    """
+    if client_thread_id.startswith(SERVER_THREAD_PREFIX):
+        return selectors.thread_get(project=project, user_key=user_key, thread_id=client_thread_id)
+    thread = Thread.objects.filter(project=project, user_key=user_key, external_id=client_thread_id).first()
+    if thread is not None:
+        return thread
+    try:
+        with transaction.atomic():
+            return thread_services.thread_create(project=project, user_key=user_key, external_id=client_thread_id)
+    except IntegrityError:
+        # A concurrent first request created it meanwhile; the lock then tells the two apart.
+        return Thread.objects.get(project=project, user_key=user_key, external_id=client_thread_id)
+
+
+def _plan(thread: Thread, run_input: RunAgentInput) -> agui.Turn:
+    known: set[str] = set()
+    answered: set[str] = set()
+    for message_id, external_id, role, tool_call_id in thread.messages.values_list(
+            "id", "external_id", "role", "tool_call_id"):
+        known.add(message_id)
+        if external_id:
+            known.add(external_id)
+        if role == Message.Role.TOOL and tool_call_id:
+            answered.add(tool_call_id)
+    turn = agui.plan_turn(run_input, known_ids=known, answered_call_ids=answered)
+    if turn.empty:
+        raise validation_error("The request has no new user message and no tool result to answer.",
+                               field="messages")
+    _check_tool_results(thread, turn.results)
+    return turn
+
+
+def _state(thread: Thread, run_input: RunAgentInput) -> Any:
+    return run_input.state if run_input.state is not None else thread.agui_state
+
+
+def _run_body(run_input: RunAgentInput, turn: agui.Turn, tools: list[wire.ClientTool]) -> wire.CreateRunBody:
+    """The turn as a /v1 run body: what the advance loop reads (the client tools; no components)."""
+    blocks = [b for m in turn.messages if m.role == "user" for b in m.content]
+    blocks += [m.content[0] for m in turn.results.values()]
+    try:
+        return wire.CreateRunBody.model_validate({
+            "message": {"role": "user", "content": blocks}, "tools": [t.wire() for t in tools],
+        })
+    except ValidationError as exc:  # what /v1 would refuse in its own body, e.g. an over-long id
+        raise validation_error(f"messages: {exc.errors(include_url=False)[0]['msg']}", field="messages") from None
+
+
+def _store_turn(thread: Thread, run: Run, turn: agui.Turn, context: Any) -> None:
+    """Writes the turn. Caller holds the thread's run lock transaction.
+
+    As on /v1: a result for each pending call first (the client's, or an error result for a call
+    the user moved on from), then the new messages in the client's order; the context rides on the
+    last user message, or on the last tool result when there is none.
+    """
+    pending = thread.pending_tool_call_ids or []
+    stored: list[Message] = []
+    for tool_call_id in pending:
+        result = turn.results.get(tool_call_id)
+        content = result.content if result is not None else [
+            {"type": "tool_result", "toolUseId": tool_call_id, "isError": True,
+             "content": [{"type": "text", "text": ABANDONED_TEXT}]}]
+        stored.append(thread_services.message_create(
+            thread=thread, role=Message.Role.TOOL, content=content, run_id=run.id, tool_call_id=tool_call_id,
+            external_id=result.external_id if result is not None else None,
+            metadata=result.metadata if result is not None else None))
+    for new in turn.messages:
+        stored.append(thread_services.message_create(thread=thread, role=new.role, content=new.content,
+                                                     run_id=run.id, metadata=new.metadata,
+                                                     external_id=new.external_id))
+    carrier = next((m for role in (Message.Role.USER, Message.Role.TOOL) for m in reversed(stored)
+                    if m.role == role), None)
+    if context is not None and carrier is not None:
+        carrier.additional_context = context
+        carrier.save(update_fields=["additional_context"])
+    if thread.last_completed_run_id:
+        # The paused run this one answers is done now.
+        Run.objects.filter(id=thread.last_completed_run_id, status=Run.Status.AWAITING_INPUT).update(
+            status=Run.Status.COMPLETED)

@@ -1,0 +1,37 @@
+"""`POST /v1/agui`: a generic AG-UI client (`@ag-ui/client` HttpAgent…) drives a thread (spec section 13).
+
+Decode and check the `RunAgentInput`, start the run through the same lock and storage as /v1, then
+stream the same advance loop, its events mapped to plain AG-UI (runs/agui.py).
+"""
+from __future__ import annotations
+
+from functools import partial
+
+from ag_ui.core import RunAgentInput
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_http_methods
+
+from runs.agui import agui_events
+from runs.agui_services import agui_run_start
+from runs.views import run_start_shielded, stream_run
+from tambo_project.auth import aresolve_principal
+from tambo_project.input_guard import request_json
+from tambo_project.problems import Problem, response_for
+from tambo_project.validation import parse_body
+
+
+@csrf_exempt
+@require_http_methods(["POST"])
+async def agui_run(request: HttpRequest) -> HttpResponse:
+    try:
+        principal = await aresolve_principal(request)
+        run_input = parse_body(RunAgentInput, request_json(request))
+        started = await run_start_shielded(agui_run_start, principal=principal, run_input=run_input)
+    except Problem as problem:
+        return response_for(problem, request.path)
+    response = stream_run(started, partial(agui_events, thread_id=run_input.thread_id, run_id=run_input.run_id,
+                                           state=started.thread.agui_state))
+    # The server's own ids, as on /v1 (an AG-UI client ignores them; the REST API knows these).
+    response["X-Thread-Id"] = started.thread.id
+    return response

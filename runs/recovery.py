@@ -1,0 +1,141 @@
+"""What survives a crash (spec section 14): partial-text checkpoints and the record of expired leases.
+
+Both are written by each process's watcher (runs/control.py), batched per tick:
+
+- `checkpoint_write` stores the in-progress assistant text of all the runs a process streams in one
+  UPDATE (a CASE over run ids), so a process that dies leaves behind what its clients had seen.
+- `expired_sweep` records every thread whose lease expired (its process died, or lost the database
+  for longer than the lease) as idle with `lastRunError` RUN_LEASE_EXPIRED, fails the dead run and
+  stores its checkpointed text as a cancelled assistant message. On PostgreSQL that is one statement
+  (data-modifying CTEs) for all the threads; on SQLite, which has none, one IMMEDIATE transaction of a
+  few statements, still a fixed number per tick whatever the number of threads. Either is preceded
+  by one read that finds whether anything expired at all.
+
+A checkpoint's message id is the id the client saw in TEXT_MESSAGE_START, the one the run itself
+stores when the step ends; whoever stores a checkpoint skips it when a message with that id exists,
+so a step stored normally is never stored twice.
+"""
+from __future__ import annotations
+
+import json
+
+from django.db import connection, transaction
+from django.db.models import Case, Value, When
+from django.utils import timezone
+
+from runs.models import Run
+from threads import services as thread_services
+from threads.models import LEASE_EXPIRED_CODE, LEASE_EXPIRED_ERROR, Message, RunStatus, Thread
+
+DEAD_RUN_MESSAGE = "The server process running this run stopped responding."
+SWEEP_BATCH = 500  # expired threads recorded per tick at most; the next tick takes the rest
+_FINAL = ("completed", "cancelled", "failed")
+
+
+def checkpoint_write(*, checkpoints: dict[str, tuple[str, str]]) -> int:
+    """Stores {run id: (message id, text so far)} for all the given runs in one UPDATE; returns rows changed.
+
+    Holds no lock beyond the UPDATE's own row locks. Runs that ended meanwhile are updated too,
+    harmlessly: only the run of an expired lease is ever read back.
+    """
+    if not checkpoints:
+        return 0
+    ids = list(checkpoints)
+    return Run.objects.filter(id__in=ids).update(
+        partial_message_id=Case(*[When(id=rid, then=Value(mid)) for rid, (mid, _) in checkpoints.items()]),
+        partial_text=Case(*[When(id=rid, then=Value(text)) for rid, (_, text) in checkpoints.items()]),
+    )
+
+
+def partial_store(*, thread: Thread, run: Run) -> Message | None:
+    """Stores the run's checkpointed text as an assistant message with `isCancelled`, unless there
+    is none or a message with its id exists already. Caller holds the thread's row lock."""
+    if not run.partial_message_id or not run.partial_text:
+        return None
+    if Message.objects.filter(id=run.partial_message_id).exists():
+        return None
+    return thread_services.message_create(thread=thread, role=Message.Role.ASSISTANT,
+                                          content=[{"type": "text", "text": run.partial_text}], run_id=run.id,
+                                          is_cancelled=True, message_id=run.partial_message_id)
+
+
+def expired_sweep() -> int:
+    """Records every expired lease as a failed run (see the module docstring); returns threads freed.
+
+    Rows another transaction holds (a run taking the lease over, another process sweeping) are
+    skipped on PostgreSQL and left to whoever holds them. A read of the lease index comes first, so
+    a tick with nothing expired (nearly all of them) writes nothing and locks one table only: the
+    writing statement locks three, and doing that every tick in every process would take SQLite's
+    write lock for nothing and could deadlock against DDL or TRUNCATE on PostgreSQL.
+    """
+    if not _expired(timezone.now()).exists():
+        return 0
+    if connection.vendor == "postgresql":
+        return _sweep_postgresql()
+    return _sweep_portable()
+
+
+def _expired(now):
+    return Thread.objects.exclude(run_status=RunStatus.IDLE).filter(lease_expires_at__lt=now)
+
+
+def _sweep_postgresql() -> int:
+    thread_t, run_t, message_t = Thread._meta.db_table, Run._meta.db_table, Message._meta.db_table
+    sql = f"""
+        WITH dead AS (
+            SELECT id, current_run_id FROM {thread_t}
+            WHERE run_status <> %(idle)s AND lease_expires_at < %(now)s
+            ORDER BY lease_expires_at LIMIT %(batch)s FOR UPDATE SKIP LOCKED
+        ), freed AS (
+            UPDATE {thread_t} AS t SET run_status = %(idle)s, current_run_id = NULL, lease_expires_at = NULL,
+                status_message = NULL, last_run_cancelled = NULL, last_run_error = %(error)s::jsonb,
+                updated_at = %(now)s
+            FROM dead WHERE t.id = dead.id
+            RETURNING t.id AS thread_id, dead.current_run_id AS run_id
+        ), failed AS (
+            UPDATE {run_t} AS r SET status = 'failed', error_code = %(code)s, error_message = %(message)s,
+                finished_at = %(now)s
+            FROM freed WHERE r.id = freed.run_id AND r.status <> ALL(%(final)s)
+            RETURNING r.id, r.thread_id, r.partial_message_id, r.partial_text
+        ), saved AS (
+            INSERT INTO {message_t} (id, thread_id, run_id, role, content, is_cancelled, component_state,
+                                     created_at)
+            SELECT f.partial_message_id, f.thread_id, f.id, 'assistant',
+                   jsonb_build_array(jsonb_build_object('type', 'text', 'text', f.partial_text)), true,
+                   '{{}}'::jsonb, %(now)s
+            FROM failed AS f
+            WHERE f.partial_message_id IS NOT NULL AND f.partial_text <> ''
+              AND NOT EXISTS (SELECT 1 FROM {message_t} AS m WHERE m.id = f.partial_message_id)
+            RETURNING id
+        )
+        SELECT (SELECT count(*) FROM freed), (SELECT count(*) FROM saved)
+    """
+    params = {"idle": RunStatus.IDLE.value, "now": timezone.now(), "batch": SWEEP_BATCH,
+              "error": json.dumps(LEASE_EXPIRED_ERROR), "code": LEASE_EXPIRED_CODE, "message": DEAD_RUN_MESSAGE,
+              "final": list(_FINAL)}
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        freed, _saved = cursor.fetchone()
+    return freed
+
+
+def _sweep_portable() -> int:
+    now = timezone.now()
+    with transaction.atomic():
+        dead = dict(_expired(now).order_by("lease_expires_at").values_list("id", "current_run_id")[:SWEEP_BATCH])
+        if not dead:
+            return 0
+        Thread.objects.filter(id__in=list(dead)).update(
+            run_status=RunStatus.IDLE, current_run_id=None, lease_expires_at=None, status_message=None,
+            last_run_cancelled=None, last_run_error=dict(LEASE_EXPIRED_ERROR), updated_at=now)
+        runs = list(Run.objects.filter(id__in=[r for r in dead.values() if r]).exclude(status__in=_FINAL))
+        Run.objects.filter(id__in=[r.id for r in runs]).update(
+            status=Run.Status.FAILED, error_code=LEASE_EXPIRED_CODE, error_message=DEAD_RUN_MESSAGE, finished_at=now)
+        saved = [r for r in runs if r.partial_message_id and r.partial_text]
+        existing = set(Message.objects.filter(id__in=[r.partial_message_id for r in saved])
+                       .values_list("id", flat=True))
+        Message.objects.bulk_create([
+            Message(id=r.partial_message_id, thread_id=r.thread_id, run_id=r.id, role=Message.Role.ASSISTANT,
+                    content=[{"type": "text", "text": r.partial_text}], is_cancelled=True)
+            for r in saved if r.partial_message_id not in existing])
+    return len(dead)

@@ -1,0 +1,260 @@
+#!/usr/bin/env node
+// Drives POST /v1/agui with the generic AG-UI client `@ag-ui/client` (HttpAgent), as any AG-UI
+// application would, and checks what the client sees. The client's own pipeline verifies every event
+// (`verifyEvents` runs inside `runAgent`); one scenario also pipes the raw stream through `verifyEvents`.
+//
+//   TAMBO_URL=http://127.0.0.1:8000 TAMBO_API_KEY=tk_... [TAMBO_USER_KEY=alice] node run.mjs [scenario ...]
+//
+// For each scenario it prints one JSON line `{"scenario": name, "ok": true|false, ...facts | "error": message}`
+// and exits 1 if any failed.
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { HttpAgent, verifyEvents } from "@ag-ui/client";
+
+const BASE_URL = process.env.TAMBO_URL;
+const API_KEY = process.env.TAMBO_API_KEY;
+const USER_KEY = process.env.TAMBO_USER_KEY || "agui-user";
+const SCENARIO_TIMEOUT_MS = Number(process.env.COMPAT_SCENARIO_TIMEOUT_MS || 30000);
+
+if (!BASE_URL || !API_KEY) {
+  console.error("Set TAMBO_URL (the server's base URL) and TAMBO_API_KEY (a project API key).");
+  process.exit(2);
+}
+
+const WEATHER_TOOL = {
+  name: "lookup_weather",
+  description: "Looks up the weather for a city.",
+  parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+};
+
+function newAgent(config = {}) {
+  return new HttpAgent({ url: `${BASE_URL}/v1/agui`, headers: { "x-api-key": API_KEY }, ...config });
+}
+
+function userMessage(content) {
+  return { id: randomUUID(), role: "user", content };
+}
+
+const forwardedProps = { userKey: USER_KEY };
+
+/** A subscriber that records the callbacks it gets, in order, with the events' types. */
+function recorder() {
+  const calls = [];
+  const events = [];
+  const record = (name) => (params) => {
+    calls.push(name);
+    if (params?.event) events.push(params.event);
+  };
+  const subscriber = {};
+  for (const name of ["onRunInitialized", "onRunStartedEvent", "onStateSnapshotEvent", "onTextMessageStartEvent",
+    "onTextMessageContentEvent", "onTextMessageEndEvent", "onToolCallStartEvent", "onToolCallArgsEvent",
+    "onToolCallEndEvent", "onToolCallResultEvent", "onCustomEvent", "onRunFinishedEvent", "onRunErrorEvent",
+    "onRunFailed", "onRunFinalized"]) {
+    subscriber[name] = record(name);
+  }
+  let finished;
+  const onFinished = subscriber.onRunFinishedEvent;
+  subscriber.onRunFinishedEvent = (params) => {
+    finished = params;
+    onFinished(params);
+  };
+  return { subscriber, calls, events, finished: () => finished };
+}
+
+/** Consecutive repeats collapsed: [a, b, b, c] → [a, b, c]. */
+function collapsed(names) {
+  return names.filter((name, i) => i === 0 || names[i - 1] !== name);
+}
+
+/** Retries `start` while the server answers 409 CONCURRENT_RUN (bounded: 10 s). */
+async function retryWhileBusy(start) {
+  const deadline = Date.now() + 10000;
+  for (;;) {
+    try {
+      return await start();
+    } catch (error) {
+      if (error?.status !== 409 || Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}
+
+function textOf(message) {
+  return typeof message.content === "string" ? message.content : "";
+}
+
+const scenarios = {
+  /** Two turns on one agent: each answered; the second resends the whole history. */
+  async text_run() {
+    const agent = newAgent();
+    agent.addMessage(userMessage("Hello from HttpAgent"));
+    const first = recorder();
+    const { newMessages } = await agent.runAgent({ forwardedProps }, first.subscriber);
+
+    assert.deepEqual(collapsed(first.calls), ["onRunInitialized", "onRunStartedEvent", "onStateSnapshotEvent",
+      "onTextMessageStartEvent", "onTextMessageContentEvent", "onTextMessageEndEvent", "onRunFinishedEvent",
+      "onRunFinalized"]);
+    const [started] = first.events;
+    assert.equal(started.threadId, agent.threadId);
+    assert.equal(first.finished().event.threadId, agent.threadId);
+    assert.equal(first.finished().event.runId, started.runId);
+    assert.equal(first.finished().outcome, "success");
+    assert.deepEqual(first.finished().pendingToolCallIds, []);
+    assert.equal(newMessages.length, 1, JSON.stringify(newMessages));
+    const answer = newMessages[0];
+    assert.equal(answer.role, "assistant");
+    assert.ok(answer.id.startsWith("msg_"), answer.id);
+    assert.ok(textOf(answer).startsWith("(offline model) You said: Hello from HttpAgent"), textOf(answer));
+
+    agent.addMessage(userMessage("And a second message"));
+    const second = await agent.runAgent({ forwardedProps });
+    const secondAnswer = second.newMessages.at(-1);
+    assert.ok(textOf(secondAnswer).includes("You said: And a second message"), textOf(secondAnswer));
+    assert.equal(agent.messages.length, 4);
+    return {
+      threadId: agent.threadId,
+      messageIds: agent.messages.map((m) => m.id),
+      answers: [textOf(answer), textOf(secondAnswer)],
+    };
+  },
+
+  /** A frontend tool: the run ends on the call; the tool's result, appended, continues the thread. */
+  async client_tool() {
+    const agent = newAgent();
+    agent.addMessage(userMessage('Use lookup_weather {"city": "Paris"}'));
+    const first = recorder();
+    await agent.runAgent({ tools: [WEATHER_TOOL], forwardedProps }, first.subscriber);
+
+    const names = collapsed(first.calls);
+    assert.deepEqual(names.slice(-5), ["onToolCallStartEvent", "onToolCallArgsEvent", "onToolCallEndEvent",
+      "onRunFinishedEvent", "onRunFinalized"]);
+    const call = agent.messages.at(-1).toolCalls?.[0];
+    assert.ok(call, `no tool call in ${JSON.stringify(agent.messages)}`);
+    assert.equal(call.function.name, "lookup_weather");
+    assert.deepEqual(JSON.parse(call.function.arguments), { city: "Paris" });
+    assert.deepEqual(first.finished().pendingToolCallIds, [call.id]);
+
+    const result = JSON.stringify({ city: "Paris", forecast: "sunny" });
+    agent.addMessage({ id: randomUUID(), role: "tool", toolCallId: call.id, content: result });
+    const { newMessages } = await agent.runAgent({ tools: [WEATHER_TOOL], forwardedProps });
+    const finalText = textOf(newMessages.at(-1));
+    assert.equal(finalText, `Tool lookup_weather returned: ${result}`);
+    return { threadId: agent.threadId, toolCallId: call.id, finalText };
+  },
+
+  /** A server tool runs inside the run: its result arrives as a tool message; the history resent later is skipped. */
+  async server_tool() {
+    const agent = newAgent();
+    agent.addMessage(userMessage('calculate {"expression": "6*7"}'));
+    const seen = recorder();
+    const { newMessages } = await agent.runAgent({ forwardedProps }, seen.subscriber);
+
+    assert.ok(seen.calls.includes("onToolCallResultEvent"), seen.calls.join());
+    assert.deepEqual(newMessages.map((m) => m.role), ["assistant", "tool", "assistant"]);
+    const [step, result, answer] = newMessages;
+    assert.equal(result.toolCallId, step.toolCalls[0].id);
+    assert.equal(result.content, "42");
+    assert.equal(textOf(answer), "Tool calculate returned: 42");
+
+    agent.addMessage(userMessage("thanks"));
+    await agent.runAgent({ forwardedProps });
+    return { threadId: agent.threadId, toolCallId: result.toolCallId, clientRoles: agent.messages.map((m) => m.role) };
+  },
+
+  /** The raw stream of HttpAgent.run, through the client's standalone verifier; state comes back. */
+  async verify_events() {
+    const agent = newAgent({ initialState: { step: 1, items: ["a"] } });
+    const input = {
+      threadId: agent.threadId, runId: randomUUID(), messages: [userMessage("verify me")], tools: [],
+      context: [{ description: "The page", value: "/home" }], state: agent.state, forwardedProps,
+    };
+    const events = await new Promise((resolve, reject) => {
+      const seen = [];
+      verifyEvents()(agent.run(input)).subscribe({
+        next: (event) => seen.push(event), error: reject, complete: () => resolve(seen),
+      });
+    });
+    const types = events.map((e) => e.type);
+    assert.deepEqual([types[0], types[1], types.at(-1)], ["RUN_STARTED", "STATE_SNAPSHOT", "RUN_FINISHED"]);
+    assert.ok(!types.includes("CUSTOM"), types.join());
+    assert.equal(events[0].runId, input.runId);
+    assert.deepEqual(events[1].snapshot, { step: 1, items: ["a"] });
+    return { threadId: agent.threadId, types };
+  },
+
+  /** abortRun() mid-answer cancels the run on the server; the next turn resends the partial answer. */
+  async abort_then_continue() {
+    const agent = newAgent();
+    agent.addMessage(userMessage("!slow"));
+    let partialId;
+    await agent.runAgent({ forwardedProps }, {
+      onTextMessageContentEvent: ({ event }) => {
+        if (!partialId) {
+          partialId = event.messageId;
+          agent.abortRun();
+        }
+      },
+    });
+    assert.ok(partialId, "no text arrived before the abort");
+    const partial = agent.messages.find((m) => m.id === partialId);
+    assert.ok(partial && textOf(partial).length > 0, JSON.stringify(agent.messages));
+
+    agent.addMessage(userMessage("never mind"));
+    // The server stores the partial answer and frees the thread once it sees the client go; until then
+    // a new run is refused with 409, as for any busy thread.
+    const { newMessages } = await retryWhileBusy(() => agent.runAgent({ forwardedProps }));
+    const answer = textOf(newMessages.at(-1));
+    assert.ok(answer.includes("You said: never mind"), answer);
+    return { threadId: agent.threadId, partialId, messageIds: agent.messages.map((m) => m.id) };
+  },
+
+  /** A request the server refuses (no end user) fails the run with the HTTP status, nothing streamed. */
+  async refused() {
+    const agent = newAgent();
+    agent.addMessage(userMessage("who am I?"));
+    const seen = recorder();
+    let error;
+    try {
+      await agent.runAgent({}, seen.subscriber);
+    } catch (caught) {
+      error = caught;
+    }
+    assert.ok(error, "a run without forwardedProps.userKey should fail");
+    assert.equal(error.status, 400, error.message);
+    // The client parses only application/json; a problem+json body arrives as its text.
+    const problem = typeof error.payload === "string" ? JSON.parse(error.payload) : error.payload;
+    assert.equal(problem.code, "VALIDATION_ERROR", JSON.stringify(problem));
+    assert.ok(!seen.calls.includes("onRunStartedEvent"), seen.calls.join());
+    assert.ok(seen.calls.includes("onRunFailed"), seen.calls.join());
+    return { status: error.status, field: problem.field };
+  },
+};
+
+async function main() {
+  const names = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(scenarios);
+  let failed = false;
+  for (const name of names) {
+    const scenario = scenarios[name];
+    if (!scenario) {
+      console.log(JSON.stringify({ scenario: name, ok: false, error: "unknown scenario" }));
+      failed = true;
+      continue;
+    }
+    let timer;
+    try {
+      const timeout = new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`timed out after ${SCENARIO_TIMEOUT_MS} ms`)), SCENARIO_TIMEOUT_MS);
+      });
+      const facts = await Promise.race([scenario(), timeout]);
+      console.log(JSON.stringify({ scenario: name, ok: true, ...facts }));
+    } catch (error) {
+      failed = true;
+      console.log(JSON.stringify({ scenario: name, ok: false, error: String(error?.stack || error) }));
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+  process.exit(failed ? 1 : 0);
+}
+
+main();

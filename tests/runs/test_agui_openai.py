@@ -1,0 +1,60 @@
+"""POST /v1/agui against the openai provider and the scripted fake vendor: what the model is given."""
+from __future__ import annotations
+
+from typing import Iterator
+
+import pytest
+
+from tests.conftest import Api
+from tests.runs.test_agui import WEATHER, assistant_of, run, run_input, text_of, user
+from tests.runs.test_run_openai import Vendor, openai_server, vendor  # noqa: F401 - fixtures
+from tests.support.fake_openai import Text, ToolCall, ToolCalls
+from tests.support.problems import assert_problem
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def fake(vendor, openai_server) -> Iterator[Vendor]:  # noqa: F811 - the imported fixtures
+    view = Vendor(vendor)
+    yield view
+    assert view.forget_script() == 0, "the test left scripted replies unused"
+
+
+@pytest.fixture
+def agui_api(openai_server, api_key) -> Api:  # noqa: F811
+    return Api(openai_server.url, api_key)
+
+
+def test_context_state_and_client_tools_reach_the_model_and_components_do_not(agui_api: Api, fake: Vendor):
+    fake.script(Text("You are on the orders page."))
+    context = [{"description": "The page the user is on", "value": "/orders/42"}]
+
+    _, events = run(agui_api, run_input("conv-ctx", [user("where am I?")], tools=[WEATHER], context=context,
+                                        state={"cart": 3}))
+
+    assert text_of(events) == "You are on the orders page."
+    body = fake.requests[-1].body
+    system_context, question = body["messages"][-2:]
+    assert system_context["role"] == "system"
+    assert "/orders/42" in system_context["content"] and '"cart": 3' in system_context["content"]
+    assert question == {"role": "user", "content": "where am I?"}
+    assert [t["function"]["name"] for t in body["tools"]] == ["get_weather"]
+
+
+def test_a_tool_message_continues_the_model_with_the_result(agui_api: Api, fake: Vendor):
+    fake.script(ToolCalls([ToolCall("get_weather", ['{"city": "Oslo"}'], id="call_w")]), Text("Sunny in Oslo."))
+    ask = user("weather in Oslo?")
+    _, first = run(agui_api, run_input("conv-cont", [ask], tools=[WEATHER]))
+    assert first[-1]["outcome"] == {"type": "success", "pendingToolCallIds": ["call_w"]}
+
+    answer = {"id": "t-1", "role": "tool", "toolCallId": "call_w", "content": "sunny, 20 C"}
+    _, after = run(agui_api, run_input("conv-cont", [ask, assistant_of(first), answer], tools=[WEATHER]))
+
+    assert text_of(after) == "Sunny in Oslo."
+    sent = fake.requests[-1].body["messages"]
+    assert sent[-2]["tool_calls"][0]["id"] == "call_w"
+    assert sent[-1] == {"role": "tool", "tool_call_id": "call_w", "content": "sunny, 20 C"}
+    # Sent again, the same history is not a new turn.
+    assert_problem(agui_api.post("/v1/agui", run_input("conv-cont", [ask, assistant_of(first), answer])),
+                   400, "VALIDATION_ERROR")

@@ -1,0 +1,62 @@
+"""Capacity by design (spec section 8): open streams hold no database connection.
+
+A throwaway PostgreSQL cluster with the default max_connections=100 and a server with a pool of
+8 connections: 150 paced streams started together all finish, and the server never holds more
+connections than its pool, nor a thread per stream, while more than 100 of them are open.
+"""
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import require_part
+from tests.support.live import LiveServer
+from tests.support.many_streams import Sampler, run_streams
+from tests.support.pg_cluster import PgCluster, pg_bin
+
+POOL_SIZE = 8
+STREAMS = 150
+# The event loop, DB_THREADS database threads, the pool's workers, asgiref's and uvicorn's few.
+MAX_THREADS = 30
+
+
+def thread_count(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Threads:"):
+            return int(line.split()[1])
+    return 0
+
+
+@pytest.fixture(scope="module")
+def small_postgres():
+    require_part(pg_bin() is not None, "PostgreSQL 15 server binaries (apt-get install postgresql-15)")
+    cluster = PgCluster(max_connections=100)
+    try:
+        yield cluster, cluster.migrate_and_key()
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def paced_server(small_postgres):
+    cluster, _ = small_postgres
+    # About 25 deltas 0.3 s apart: every stream stays open for several seconds, so they overlap.
+    server = LiveServer("capacity", {"DATABASE_URL": cluster.url, "DB_POOL_SIZE": str(POOL_SIZE),
+                                     "DB_THREADS": "4", "OFFLINE_MODEL_DELAY": "0.3"})
+    yield server
+    server.stop()
+
+
+def test_150_streams_on_a_100_connection_postgres_all_finish_within_the_pool(small_postgres, paced_server):
+    cluster, key = small_postgres
+    pid = paced_server.process.pid
+    with Sampler(cluster.client_connections) as connections, Sampler(lambda: thread_count(pid)) as threads:
+        results, overlap = asyncio.run(run_streams(paced_server.url, key, STREAMS, "hello"))
+    failures = [r.error or r.events[-3:] for r in results if not r.finished]
+    assert not failures, failures[:5]
+    assert overlap.peak > 100  # the streams really were open together
+    assert connections.samples > 0
+    assert connections.peak <= POOL_SIZE
+    assert threads.peak <= MAX_THREADS, threads.peak

@@ -1,0 +1,96 @@
+"""A throwaway PostgreSQL cluster with chosen settings (e.g. the default max_connections=100),
+for capacity tests and benchmarks that must not touch a shared server.
+
+Runs initdb/pg_ctl as the `postgres` user when started as root, as bin/test does. The cluster is
+stopped (`-m immediate`) and its directory removed by `stop()`.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def pg_bin() -> str | None:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(p.split("/")[-2]))
+    return found[-1] if found and os.path.exists(found[-1] + "/initdb") else None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _as_pg(command: str) -> None:
+    argv = ["su", "postgres", "-s", "/bin/bash", "-c", command] if os.getuid() == 0 else ["bash", "-c", command]
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+class PgCluster:
+    def __init__(self, max_connections: int = 100, database: str = "tambo", options: str = ""):
+        binaries = pg_bin()
+        if binaries is None:
+            raise RuntimeError("PostgreSQL server binaries not found (/usr/lib/postgresql/*/bin)")
+        self.bin = binaries
+        self.dir = tempfile.mkdtemp(prefix="tambo-pgcap.")
+        if os.getuid() == 0:
+            shutil.chown(self.dir, "postgres")
+        self.port = _free_port()
+        self.database = database
+        data, log = shlex.quote(self.dir + "/data"), shlex.quote(self.dir + "/log")
+        _as_pg(f"{self.bin}/initdb -D {data} -U postgres -A trust --no-sync")
+        options = (f"-p {self.port} -k {shlex.quote(self.dir)} -c listen_addresses=127.0.0.1 -c fsync=off "
+                   f"-c synchronous_commit=off -c max_connections={max_connections} {options}")
+        _as_pg(f"{self.bin}/pg_ctl -D {data} -l {log} -w -o {shlex.quote(options)} start")
+        _as_pg(f"{self.bin}/createdb -h 127.0.0.1 -p {self.port} -U postgres {database}")
+        self.url = f"postgres://postgres@127.0.0.1:{self.port}/{database}"
+
+    def migrate_and_key(self) -> str:
+        """Migrates the database and creates a project with an API key; returns the key."""
+        env = {**os.environ, "DATABASE_URL": self.url, "LOG_LEVEL": "WARNING"}
+        subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
+        out = subprocess.run([sys.executable, "manage.py", "createapikey", "--project", "capacity"], cwd=ROOT,
+                             env=env, check=True, capture_output=True, text=True).stdout
+        return out.split()[-1]
+
+    def client_connections(self) -> int:
+        """Client connections to the database now, not counting the one asking."""
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            return conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND backend_type = 'client backend' "
+                "AND pid <> pg_backend_pid()", (self.database,)).fetchone()[0]
+
+    def log_size(self) -> int:
+        return os.path.getsize(self.dir + "/log")
+
+    def statements_since(self, offset: int) -> int:
+        """Statements in the server log (log_statement=all) after `offset`, transaction control left out."""
+        with open(self.dir + "/log", "rb") as log:
+            log.seek(offset)
+            lines = log.read().decode(errors="replace").splitlines()
+        count = 0
+        for line in lines:
+            for marker in ("LOG:  statement: ", "LOG:  execute "):
+                if marker in line:
+                    sql = line.split(marker, 1)[1]
+                    sql = sql.split(": ", 1)[1] if marker.endswith("execute ") else sql
+                    if not sql.lstrip().upper().startswith(("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")):
+                        count += 1
+        return count
+
+    def stop(self) -> None:
+        try:
+            _as_pg(f"{self.bin}/pg_ctl -D {shlex.quote(self.dir + '/data')} -m immediate stop")
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)

@@ -1,0 +1,138 @@
+"""Kept MCP sessions: one per (event loop, MCP server), reused by every call (spec section 8).
+
+`tools.mcp_client.call_tool` connects, calls and disconnects: for a stdio server that is a process
+started per call. `McpSessions.call_tool` instead keeps one session per server open while it is in
+use and closes it after `idle_timeout` seconds without a call. The `mcp` SDK's session lives in
+anyio scopes that must be entered and left by one task, so each session is owned by a task of its
+own (started in a fresh context, not the caller's) that takes calls from a queue, one at a time:
+calls to one server never run concurrently, which bounds what a server is asked at once. A call
+that fails with anything but the tool's own error result (a timeout, a lost connection, a crashed
+server) closes the session; the next call starts a new one.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+from typing import Any
+
+import anyio
+from mcp import MCPError
+from mcp.types import CONNECTION_CLOSED
+
+from tools.mcp_client import McpResult, McpServerConfig, _connect, _error_result, _timeout_message, content_blocks
+
+logger = logging.getLogger(__name__)
+
+
+class _Session:
+    def __init__(self, config: McpServerConfig, idle_timeout: float):
+        self.config = config
+        self.idle_timeout = idle_timeout
+        self.calls: asyncio.Queue = asyncio.Queue()
+        self.ending = False  # set as soon as the session will take no more calls
+        self.task = asyncio.get_running_loop().create_task(self._own(), context=contextvars.Context())
+
+    @property
+    def alive(self) -> bool:
+        return not self.ending and not self.task.done()
+
+    def close(self) -> None:
+        self.ending = True
+        self.task.cancel()
+
+    async def _own(self) -> None:
+        try:
+            async with _connect(self.config) as client:
+                while True:
+                    try:
+                        tool_name, arguments, future = await asyncio.wait_for(self.calls.get(), self.idle_timeout)
+                    except asyncio.TimeoutError:
+                        self.ending = True
+                        return
+                    if future.done():
+                        continue  # its caller gave up (timed out) before the call started
+                    try:
+                        result = await client.call_tool(tool_name, arguments)
+                    except MCPError as exc:
+                        if not future.done():
+                            future.set_exception(exc)
+                        if exc.code == CONNECTION_CLOSED:
+                            self.ending = True
+                            raise  # the server went away: end the session
+                        continue  # the server answered: the session stays usable
+                    except Exception as exc:  # the connection is unusable: end the session
+                        self.ending = True
+                        if not future.done():
+                            future.set_exception(exc)
+                        raise
+                    if not future.done():
+                        future.set_result(result)
+        except Exception:
+            logger.info("MCP session to %r ended", self.config.name, exc_info=True)
+        finally:
+            self.ending = True
+            while not self.calls.empty():
+                _, _, future = self.calls.get_nowait()
+                if not future.done():
+                    future.set_exception(ConnectionError("The MCP session ended."))
+
+
+class McpSessions:
+    """The kept sessions of one event loop."""
+
+    def __init__(self, *, idle_timeout: float = 300.0):
+        self.idle_timeout = idle_timeout
+        self._sessions: dict[McpServerConfig, _Session] = {}
+
+    def _session(self, config: McpServerConfig) -> _Session:
+        session = self._sessions.get(config)
+        if session is None or not session.alive:
+            session = self._sessions[config] = _Session(config, self.idle_timeout)
+        return session
+
+    async def call_tool(self, config: McpServerConfig, tool_name: str, arguments: dict[str, Any], *,
+                        timeout: float) -> McpResult:
+        """As tools.mcp_client.call_tool (never raises for a failure of the server or the tool),
+        on the server's kept session."""
+        session = self._session(config)
+        future: asyncio.Future = asyncio.get_running_loop().create_future()
+        session.calls.put_nowait((tool_name, arguments, future))
+        try:
+            with anyio.fail_after(timeout):
+                result = await asyncio.shield(future)
+        except TimeoutError:
+            future.cancel()
+            session.close()  # a server that hangs is restarted for the next call
+            logger.warning("MCP tool %r on server %r timed out after %ss", tool_name, config.name, timeout)
+            return _error_result(_timeout_message(config, timeout))
+        except MCPError as exc:
+            if exc.code == CONNECTION_CLOSED:
+                logger.warning("MCP server %r closed the connection during %r", config.name, tool_name)
+                return _error_result(f"The MCP server {config.name!r} could not be reached.")
+            logger.warning("MCP tool %r on server %r: protocol error %s", tool_name, config.name, exc.code)
+            return _error_result(f"The MCP server {config.name!r} rejected the call to {tool_name!r}: {exc.message}")
+        except Exception:
+            logger.warning("MCP tool %r on server %r failed", tool_name, config.name, exc_info=True)
+            return _error_result(f"The MCP server {config.name!r} could not be reached.")
+        return McpResult(content=content_blocks(result), is_error=bool(result.is_error))
+
+    def close_all(self) -> None:
+        for session in self._sessions.values():
+            session.close()
+        self._sessions.clear()
+
+
+_by_loop: dict[asyncio.AbstractEventLoop, McpSessions] = {}
+
+
+def sessions() -> McpSessions:
+    """The kept sessions of the running event loop (a session belongs to the loop that opened it)."""
+    from django.conf import settings
+
+    loop = asyncio.get_running_loop()
+    for other in [other for other in _by_loop if other.is_closed()]:
+        del _by_loop[other]
+    if loop not in _by_loop:
+        _by_loop[loop] = McpSessions(idle_timeout=settings.MCP_SESSION_IDLE_SECONDS)
+    return _by_loop[loop]
