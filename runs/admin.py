@@ -32,15 +32,8 @@ def run_tokens(run: Run) -> str:
 
 
 @admin.register(Run)
-class RunAdmin(admin.ModelAdmin):
-    list_display = ("id", "thread", "status", "model_used", "duration", "tokens", "error_code", "created_at")
-    list_filter = ("status",)
-    search_fields = ("id", "thread__id", "error_code", "error_message")
-    ordering = ("-created_at", "-id")
-    readonly_fields = ("id", "thread", "previous_run", "status", "model_used", "duration", "tokens", "usage",
-                       "request_params", "error_code", "error_message", "cancel_requested", "created_at",
-                       "started_at", "finished_at")
-    exclude = ("model",)
+class RunFacts:
+    """The run's model, duration and token usage as admin columns (the run page and the thread's inline)."""
 
     @admin.display(description="model")
     def model_used(self, obj):
@@ -53,3 +46,14 @@ class RunAdmin(admin.ModelAdmin):
     @admin.display(description="tokens")
     def tokens(self, obj):
         return run_tokens(obj)
+
+
+class RunAdmin(RunFacts, admin.ModelAdmin):
+    list_display = ("id", "thread", "status", "model_used", "duration", "tokens", "error_code", "created_at")
+    list_filter = ("status",)
+    search_fields = ("id", "thread__id", "error_code", "error_message")
+    ordering = ("-created_at", "-id")
+    readonly_fields = ("id", "thread", "previous_run", "status", "model_used", "duration", "tokens", "usage",
+                       "request_params", "error_code", "error_message", "cancel_requested", "created_at",
+                       "started_at", "finished_at")
+    exclude = ("model",)

@@ -14,11 +14,7 @@ from threads.models import Message, Project
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def admin_client(client, django_user_model):
-    user = django_user_model.objects.create_superuser("root", "root@example.com", "pw")
-    client.force_login(user)
-    return client
+# `admin_client` is pytest-django's: a logged-in superuser.
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.utils.html import format_html
 
-from runs.admin import run_duration, run_model, run_tokens
+from runs.admin import RunFacts
 from runs.models import Run
 from tambo_project.user_tokens import settings_errors
 from threads.models import ApiKey, Message, Project, Suggestion, Thread
@@ -34,7 +34,7 @@ class MessageInline(admin.TabularInline):
         return False
 
 
-class RunInline(admin.TabularInline):
+class RunInline(RunFacts, admin.TabularInline):
     model = Run
     fk_name = "thread"
     extra = 0
@@ -44,18 +44,6 @@ class RunInline(admin.TabularInline):
               "cancel_requested", "started_at", "finished_at")
     readonly_fields = fields
     show_change_link = True
-
-    @admin.display(description="model")
-    def model_used(self, obj):
-        return run_model(obj)
-
-    @admin.display(description="duration")
-    def duration(self, obj):
-        return run_duration(obj)
-
-    @admin.display(description="tokens")
-    def tokens(self, obj):
-        return run_tokens(obj)
 
     def has_add_permission(self, request, obj=None):
         return False
