@@ -31,7 +31,6 @@ def run_tokens(run: Run) -> str:
     return ", ".join(parts) or str(usage)
 
 
-@admin.register(Run)
 class RunFacts:
     """The run's model, duration and token usage as admin columns (the run page and the thread's inline)."""
 
@@ -48,6 +47,7 @@ class RunFacts:
         return run_tokens(obj)
 
 
+@admin.register(Run)
 class RunAdmin(RunFacts, admin.ModelAdmin):
     list_display = ("id", "thread", "status", "model_used", "duration", "tokens", "error_code", "created_at")
     list_filter = ("status",)
