@@ -112,6 +112,26 @@ class OpenAIProvider:
         finally:
             await opening.__aexit__(None, None, None)
 
+    async def complete(self, request: ModelRequest) -> Completion:
+        """One non-streamed answer; the same error mapping and timeout as `stream`."""
+        try:
+            response = await self._client().chat.completions.create(
+                **completion_params(request, default_model=self.default_model))
+        except openai.APIError as exc:
+            raise model_error(exc, started=False) from exc
+        except ValueError as exc:  # a body that is not JSON
+            raise ModelError("LLM_SERVER_ERROR", MSG_UNREADABLE, retryable=True) from exc
+        choice = next((c for c in response.choices or () if c.index == 0), None)
+        if choice is None or choice.message is None:
+            raise ModelError("LLM_SERVER_ERROR", MSG_UNREADABLE, retryable=True)
+        usage = None
+        if response.usage is not None:
+            usage = {"prompt_tokens": response.usage.prompt_tokens,
+                     "completion_tokens": response.usage.completion_tokens,
+                     "total_tokens": response.usage.total_tokens}
+        return Completion(text=choice.message.content or "", finish_reason=choice.finish_reason or "stop",
+                          usage=usage)
+
 
 async def _chunks(body: AsyncIterator[bytes]) -> AsyncIterator[dict[str, Any]]:
     """The stream's chunk objects, until `[DONE]` or the end of the body; raises ModelError for a
@@ -162,26 +182,6 @@ async def sse_payloads(body: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
         data.append(value[1:] if value.startswith(b" ") else value)
     if data:
         yield b"\n".join(data)
-
-    async def complete(self, request: ModelRequest) -> Completion:
-        """One non-streamed answer; the same error mapping and timeout as `stream`."""
-        try:
-            response = await self._client().chat.completions.create(
-                **completion_params(request, default_model=self.default_model))
-        except openai.APIError as exc:
-            raise model_error(exc, started=False) from exc
-        except ValueError as exc:  # a body that is not JSON
-            raise ModelError("LLM_SERVER_ERROR", MSG_UNREADABLE, retryable=True) from exc
-        choice = next((c for c in response.choices or () if c.index == 0), None)
-        if choice is None or choice.message is None:
-            raise ModelError("LLM_SERVER_ERROR", MSG_UNREADABLE, retryable=True)
-        usage = None
-        if response.usage is not None:
-            usage = {"prompt_tokens": response.usage.prompt_tokens,
-                     "completion_tokens": response.usage.completion_tokens,
-                     "total_tokens": response.usage.total_tokens}
-        return Completion(text=choice.message.content or "", finish_reason=choice.finish_reason or "stop",
-                          usage=usage)
 
 
 def completion_params(request: ModelRequest, *, default_model: str) -> dict[str, Any]:
