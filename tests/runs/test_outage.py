@@ -14,7 +14,7 @@ import requests
 from tests.conftest import Api
 from tests.runs.conftest import Runs, text_of
 from tests.support.live import LiveServer
-from tests.support.pgcluster import Cluster
+from tests.support.pg_cluster import PgCluster
 from tests.support.sse import iter_events
 
 # The echo of this text streams for a few seconds (0.1 s between deltas of 12 characters).
@@ -23,7 +23,8 @@ LONG_TEXT = "Tell me about the database outage that is about to happen while you
 
 @pytest.fixture(scope="module")
 def outage():
-    cluster = Cluster()
+    cluster = PgCluster()
+    cluster.api_key = cluster.migrate_and_key()
     server = None
     try:
         server = LiveServer("outage", {"DATABASE_URL": cluster.url, "OFFLINE_MODEL_DELAY": "0.1",
@@ -32,7 +33,7 @@ def outage():
     finally:
         if server is not None:
             server.stop()
-        cluster.destroy()
+        cluster.stop()
 
 
 @pytest.fixture
@@ -64,7 +65,7 @@ def test_while_the_database_is_down_every_route_answers_503_with_retry_after(out
     cluster, _ = outage
     thread_id, events = runs.run_new("hello")
     run_id = events[0]["runId"]
-    cluster.stop()
+    cluster.halt()
     try:
         api = runs.api
         _assert_unavailable(api.get("/v1/threads"))
@@ -76,7 +77,7 @@ def test_while_the_database_is_down_every_route_answers_503_with_retry_after(out
         _assert_unavailable(runs.post(thread_id, "again", previousRunId=run_id))
         _assert_unavailable(runs.post_new("a new thread"))
     finally:
-        cluster.start()
+        cluster.resume()
     _wait_until_back(runs, thread_id)
     assert text_of(runs.run(thread_id, "again", previousRunId=run_id))
 
@@ -90,12 +91,12 @@ def test_a_run_cut_off_by_an_outage_ends_with_run_error_keeps_its_text_and_frees
     seen = []
     while not any(e["type"] == "TEXT_MESSAGE_CONTENT" for e in seen):
         seen.append(next(events))
-    cluster.stop()
+    cluster.halt()
     try:
         seen.extend(events)  # the model goes on; storing its answer is what fails
         _assert_unavailable(runs.api.get(f"/v1/threads/{thread_id}"))
     finally:
-        cluster.start()
+        cluster.resume()
 
     assert [e["type"] for e in seen if e["type"] in ("RUN_FINISHED", "RUN_ERROR")] == ["RUN_ERROR"]
     assert seen[-1]["code"] == "SERVICE_UNAVAILABLE" and seen[-1]["isRetryable"] is True

@@ -1,8 +1,9 @@
-"""A throwaway PostgreSQL cluster with chosen settings (e.g. the default max_connections=100),
-for capacity tests and benchmarks that must not touch a shared server.
+"""A throwaway PostgreSQL cluster with chosen settings (e.g. the default max_connections=100), for
+capacity tests, outage tests (which stop and start it) and benchmarks that must not touch a shared server.
 
-Runs initdb/pg_ctl as the `postgres` user when started as root, as bin/test does. The cluster is
-stopped (`-m immediate`) and its directory removed by `stop()`.
+Runs initdb/pg_ctl as the `postgres` user when started as root, as bin/test does. `halt()` and
+`resume()` stop and start the server as a restart or failover does; `stop()` ends it for good
+(`-m immediate`) and removes its directory.
 """
 from __future__ import annotations
 
@@ -10,24 +11,16 @@ import glob
 import os
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.live import ROOT, free_port
 
 
 def pg_bin() -> str | None:
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(p.split("/")[-2]))
     return found[-1] if found and os.path.exists(found[-1] + "/initdb") else None
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _as_pg(command: str) -> None:
@@ -44,13 +37,14 @@ class PgCluster:
         self.dir = tempfile.mkdtemp(prefix="tambo-pgcap.")
         if os.getuid() == 0:
             shutil.chown(self.dir, "postgres")
-        self.port = _free_port()
+        self.port = free_port()
         self.database = database
         data, log = shlex.quote(self.dir + "/data"), shlex.quote(self.dir + "/log")
         _as_pg(f"{self.bin}/initdb -D {data} -U postgres -A trust --no-sync")
         options = (f"-p {self.port} -k {shlex.quote(self.dir)} -c listen_addresses=127.0.0.1 -c fsync=off "
                    f"-c synchronous_commit=off -c max_connections={max_connections} {options}")
-        _as_pg(f"{self.bin}/pg_ctl -D {data} -l {log} -w -o {shlex.quote(options)} start")
+        self._start = f"{self.bin}/pg_ctl -D {data} -l {log} -w -o {shlex.quote(options)} start"
+        _as_pg(self._start)
         _as_pg(f"{self.bin}/createdb -h 127.0.0.1 -p {self.port} -U postgres {database}")
         self.url = f"postgres://postgres@127.0.0.1:{self.port}/{database}"
 
@@ -85,9 +79,19 @@ class PgCluster:
                 if marker in line:
                     sql = line.split(marker, 1)[1]
                     sql = sql.split(": ", 1)[1] if marker.endswith("execute ") else sql
-                    if not sql.lstrip().upper().startswith(("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")):
+                    # An empty query is the pool's health check of a connection it hands out
+                    # (CONN_HEALTH_CHECKS): a round trip, not a statement.
+                    if sql.strip() and not sql.lstrip().upper().startswith(
+                            ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")):
                         count += 1
         return count
+
+    def halt(self) -> None:
+        """Stops the server the way a failover or restart does: open connections are cut."""
+        _as_pg(f"{self.bin}/pg_ctl -D {shlex.quote(self.dir + '/data')} -m fast -w stop")
+
+    def resume(self) -> None:
+        _as_pg(self._start)
 
     def stop(self) -> None:
         try:
