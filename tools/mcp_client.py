@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -26,6 +26,7 @@ import httpx2
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import (
+    CONNECTION_CLOSED,
     AudioContent,
     BlobResourceContents,
     CallToolResult,
@@ -144,20 +145,38 @@ async def list_tools(config: McpServerConfig, *, timeout: float) -> list[McpTool
 async def call_tool(
     config: McpServerConfig, tool_name: str, arguments: dict[str, Any], *, timeout: float
 ) -> McpResult:
-    """Call one tool. Never raises for a failure of the server or the tool.
+    """Call one tool on a connection of its own. Never raises for a failure of the server or the tool
+    (see `call_outcome`)."""
+
+    async def call() -> Any:
+        async with _connect(config) as client:
+            return await client.call_tool(tool_name, arguments)
+
+    return await call_outcome(config, tool_name, call, timeout=timeout)
+
+
+async def call_outcome(config: McpServerConfig, tool_name: str, call: Callable[[], Awaitable[Any]], *,
+                       timeout: float, on_timeout: Callable[[], None] | None = None) -> McpResult:
+    """Awaits `call()` (a tool call on `config`'s server) for at most `timeout` seconds, and makes
+    whatever came of it a result. Never raises for a failure of the server or the tool.
 
     A tool error, a protocol error, an unreachable server or a timeout all become an
     `McpResult(is_error=True)` whose text the model may read: it names the server and the
-    failure, never local exception text. The details go to the log.
+    failure, never local exception text. The details go to the log. `on_timeout` runs on a timeout
+    (a kept session restarts a server that hangs).
     """
     try:
         with anyio.fail_after(timeout):
-            async with _connect(config) as client:
-                result = await client.call_tool(tool_name, arguments)
+            result = await call()
     except TimeoutError:
+        if on_timeout is not None:
+            on_timeout()
         logger.warning("MCP tool %r on server %r timed out after %ss", tool_name, config.name, timeout)
         return _error_result(_timeout_message(config, timeout))
     except MCPError as exc:
+        if exc.code == CONNECTION_CLOSED:
+            logger.warning("MCP server %r closed the connection during %r", config.name, tool_name)
+            return _error_result(f"The MCP server {config.name!r} could not be reached.")
         logger.warning("MCP tool %r on server %r: protocol error %s", tool_name, config.name, exc.code)
         return _error_result(f"The MCP server {config.name!r} rejected the call to {tool_name!r}: {exc.message}")
     except Exception:

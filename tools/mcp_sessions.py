@@ -16,11 +16,10 @@ import contextvars
 import logging
 from typing import Any
 
-import anyio
 from mcp import MCPError
 from mcp.types import CONNECTION_CLOSED
 
-from tools.mcp_client import McpResult, McpServerConfig, _connect, _error_result, _timeout_message, content_blocks
+from tools.mcp_client import McpResult, McpServerConfig, _connect, call_outcome
 
 logger = logging.getLogger(__name__)
 
@@ -98,24 +97,13 @@ class McpSessions:
         session = self._session(config)
         future: asyncio.Future = asyncio.get_running_loop().create_future()
         session.calls.put_nowait((tool_name, arguments, future))
-        try:
-            with anyio.fail_after(timeout):
-                result = await asyncio.shield(future)
-        except TimeoutError:
+
+        def hung() -> None:
             future.cancel()
             session.close()  # a server that hangs is restarted for the next call
-            logger.warning("MCP tool %r on server %r timed out after %ss", tool_name, config.name, timeout)
-            return _error_result(_timeout_message(config, timeout))
-        except MCPError as exc:
-            if exc.code == CONNECTION_CLOSED:
-                logger.warning("MCP server %r closed the connection during %r", config.name, tool_name)
-                return _error_result(f"The MCP server {config.name!r} could not be reached.")
-            logger.warning("MCP tool %r on server %r: protocol error %s", tool_name, config.name, exc.code)
-            return _error_result(f"The MCP server {config.name!r} rejected the call to {tool_name!r}: {exc.message}")
-        except Exception:
-            logger.warning("MCP tool %r on server %r failed", tool_name, config.name, exc_info=True)
-            return _error_result(f"The MCP server {config.name!r} could not be reached.")
-        return McpResult(content=content_blocks(result), is_error=bool(result.is_error))
+
+        return await call_outcome(config, tool_name, lambda: asyncio.shield(future), timeout=timeout,
+                                  on_timeout=hung)
 
     def close_all(self) -> None:
         for session in self._sessions.values():
