@@ -24,12 +24,12 @@ import { createHmac } from "node:crypto";
 import { TamboClient, createInitialState, streamReducer } from "@tambo-ai/client";
 import TamboAI from "@tambo-ai/typescript-sdk";
 import { z } from "zod";
+import { runScenarios } from "./harness.mjs";
 
 const BASE_URL = process.env.TAMBO_URL;
 const API_KEY = process.env.TAMBO_API_KEY;
 const USER_KEY = process.env.TAMBO_USER_KEY || "compat-user";
 const USER_TOKEN_SECRET = process.env.TAMBO_USER_TOKEN_SECRET;
-const SCENARIO_TIMEOUT_MS = Number(process.env.COMPAT_SCENARIO_TIMEOUT_MS || 30000);
 
 if (!BASE_URL || !API_KEY) {
   console.error("Set TAMBO_URL (the server's base URL) and TAMBO_API_KEY (a project API key).");
@@ -537,34 +537,4 @@ async function checkCancelledOnServer(threadId, seen) {
   return { serverRunStatus: thread.runStatus, partialMessageId: last.id, partialText: textOf(last) };
 }
 
-function withTimeout(promise, ms, name) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`scenario ${name} took longer than ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-async function main() {
-  const wanted = process.argv.slice(2);
-  const unknown = wanted.filter((name) => !(name in scenarios));
-  if (unknown.length) {
-    console.error(`Unknown scenario(s): ${unknown.join(", ")}. Known: ${Object.keys(scenarios).join(", ")}`);
-    process.exit(2);
-  }
-  let failed = 0;
-  for (const name of wanted.length ? wanted : Object.keys(scenarios)) {
-    try {
-      const facts = await withTimeout(scenarios[name](), SCENARIO_TIMEOUT_MS, name);
-      console.log(JSON.stringify({ scenario: name, ok: true, ...facts }));
-    } catch (error) {
-      failed += 1;
-      const detail = error?.stack || String(error);
-      console.log(JSON.stringify({ scenario: name, ok: false, error: String(error?.message ?? error), detail }));
-      console.error(`scenario ${name} FAILED: ${detail}`);
-    }
-  }
-  process.exit(failed ? 1 : 0);
-}
-
-await main();
+await runScenarios(scenarios);

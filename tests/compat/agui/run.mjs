@@ -10,11 +10,11 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { HttpAgent, verifyEvents } from "@ag-ui/client";
+import { runScenarios } from "../harness.mjs";
 
 const BASE_URL = process.env.TAMBO_URL;
 const API_KEY = process.env.TAMBO_API_KEY;
 const USER_KEY = process.env.TAMBO_USER_KEY || "agui-user";
-const SCENARIO_TIMEOUT_MS = Number(process.env.COMPAT_SCENARIO_TIMEOUT_MS || 30000);
 
 if (!BASE_URL || !API_KEY) {
   console.error("Set TAMBO_URL (the server's base URL) and TAMBO_API_KEY (a project API key).");
@@ -230,31 +230,4 @@ const scenarios = {
   },
 };
 
-async function main() {
-  const names = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(scenarios);
-  let failed = false;
-  for (const name of names) {
-    const scenario = scenarios[name];
-    if (!scenario) {
-      console.log(JSON.stringify({ scenario: name, ok: false, error: "unknown scenario" }));
-      failed = true;
-      continue;
-    }
-    let timer;
-    try {
-      const timeout = new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`timed out after ${SCENARIO_TIMEOUT_MS} ms`)), SCENARIO_TIMEOUT_MS);
-      });
-      const facts = await Promise.race([scenario(), timeout]);
-      console.log(JSON.stringify({ scenario: name, ok: true, ...facts }));
-    } catch (error) {
-      failed = true;
-      console.log(JSON.stringify({ scenario: name, ok: false, error: String(error?.stack || error) }));
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-  process.exit(failed ? 1 : 0);
-}
-
-main();
+await runScenarios(scenarios);
