@@ -1,7 +1,6 @@
 """Thread names: one short model call turns the start of a conversation into a title (spec section 11)."""
 from __future__ import annotations
 
-from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from runs.assist.model import model_complete, transcript
@@ -10,6 +9,7 @@ from runs.providers.offline_tasks import cut_at_word
 from tambo_project.problems import Problem, validation_error
 from threads.models import Message, Project, Thread
 from threads.selectors import thread_get
+from tambo_project.db import db_call
 
 NAME_MAX = 60
 # A title comes from how a conversation starts; later turns rarely change what it is about.
@@ -29,8 +29,8 @@ async def thread_name_generate(*, project: Project, user_key: str, thread_id: st
     columns. 404 THREAD_NOT_FOUND, 400 VALIDATION_ERROR when no message has user text, 429/502 when
     the model fails or gives no usable title.
     """
-    thread, messages, first_text = await sync_to_async(_name_inputs)(
-        project=project, user_key=user_key, thread_id=thread_id)
+    thread, messages, first_text = await db_call(_name_inputs, project=project, user_key=user_key,
+                                                 thread_id=thread_id)
     if first_text is None:
         raise validation_error("The thread has no user text to make a name from.")
     conversation = transcript(messages, max_chars=PROMPT_CHARS, keep_end=False)
@@ -44,7 +44,7 @@ async def thread_name_generate(*, project: Project, user_key: str, thread_id: st
     if not name:
         raise Problem(502, "LLM_SERVER_ERROR", "The model gave no name for the thread.",
                       category="server_error", isRetryable=True)
-    return await sync_to_async(thread_name_set)(thread=thread, name=name)
+    return await db_call(thread_name_set, thread=thread, name=name)
 
 
 def _name_inputs(*, project: Project, user_key: str, thread_id: str) -> tuple[Thread, list[Message], str | None]:

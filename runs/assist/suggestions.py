@@ -10,7 +10,6 @@ import logging
 from dataclasses import replace
 from typing import Annotated, Sequence
 
-from asgiref.sync import sync_to_async
 from django.db import transaction
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StringConstraints
 
@@ -21,6 +20,7 @@ from tambo_project.problems import Problem
 from threads.cursors import keyset_page
 from threads.models import Message, Project, Suggestion
 from threads.selectors import thread_get
+from tambo_project.db import db_call
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +75,8 @@ async def suggestions_generate(*, project: Project, user_key: str, thread_id: st
     Takes no run lock. 404 THREAD_NOT_FOUND / MESSAGE_NOT_FOUND; 429/502 when the model fails, and 502
     LLM_SERVER_ERROR when two replies in a row are not the JSON asked for.
     """
-    message, history = await sync_to_async(_suggestion_inputs)(
-        project=project, user_key=user_key, thread_id=thread_id, message_id=message_id)
+    message, history = await db_call(_suggestion_inputs, project=project, user_key=user_key,
+                                     thread_id=thread_id, message_id=message_id)
     last_user = next((text for m in reversed(history) if m.role == Message.Role.USER
                       and (text := message_text(m))), "")
     request = ModelRequest(
@@ -91,7 +91,7 @@ async def suggestions_generate(*, project: Project, user_key: str, thread_id: st
         }),
     )
     drafts = await _drafts(request)
-    return await sync_to_async(suggestions_replace)(message=message, drafts=drafts[:max_suggestions])
+    return await db_call(suggestions_replace, message=message, drafts=drafts[:max_suggestions])
 
 
 async def _drafts(request: ModelRequest) -> list[DraftSuggestion]:

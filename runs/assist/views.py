@@ -1,12 +1,12 @@
 """Thread names and suggestions over HTTP (spec sections 2 and 11). Thin: parse, call a service, render.
 
 Async views, because each waits on a model: a sync view would hold a worker thread and its
-database connection for the whole call. Auth is the same Principal as every /v1 view.
+database connection for the whole call; their few database calls go to the bounded database
+workers (tambo_project/db.py), as the run path's do. Auth is the same Principal as every /v1 view.
 """
 from __future__ import annotations
 
 
-from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
@@ -15,6 +15,7 @@ from clientsdk import types as wire
 from runs.assist.names import thread_name_generate
 from runs.assist.suggestions import suggestion_list, suggestions_generate
 from tambo_project.auth import Principal, aresolve_principal
+from tambo_project.db import db_call
 from tambo_project.input_guard import request_json
 from tambo_project.problems import Problem, response_for
 from tambo_project.validation import int_param, parse_body
@@ -61,20 +62,14 @@ async def generate_name(request: HttpRequest, thread_id: str) -> HttpResponse:
 async def suggestions(request: HttpRequest, thread_id: str, message_id: str) -> HttpResponse:
     """`/v1/…/suggestions`: `{suggestions, hasMore, nextCursor?}`."""
     try:
-        principal = await aresolve_principal(request)
-        scope = {"project": principal.project, "thread_id": thread_id, "message_id": message_id}
-        if request.method == "POST":
-            rows = await _generate(request, principal, scope)
-            page = wire.SuggestionPage(suggestions=[suggestion_to_wire(s) for s in rows], has_more=False)
-        else:
-            limit = int_param(request.GET.get("limit"), name="limit", default=10, low=1, high=100)
-            rows, next_cursor, has_more = await sync_to_async(suggestion_list)(
-                **scope, user_key=principal.user_key(_query_user_key(request)), limit=limit,
-                cursor=request.GET.get("cursor"))
-            page = wire.SuggestionPage(suggestions=[suggestion_to_wire(s) for s in rows], has_more=has_more,
-                                       next_cursor=next_cursor)
+        limit = (int_param(request.GET.get("limit"), name="limit", default=10, low=1, high=100)
+                 if request.method == "GET" else 0)  # a generated set is always one whole page
+        rows, next_cursor, has_more = await _suggestions(request, thread_id, message_id, limit=limit,
+                                                         cursor=request.GET.get("cursor"))
     except Problem as problem:
         return _problem(problem, request)
+    page = wire.SuggestionPage(suggestions=[suggestion_to_wire(s) for s in rows], has_more=has_more,
+                               next_cursor=next_cursor)
     return JsonResponse(page.wire())
 
 
@@ -83,17 +78,22 @@ async def suggestions(request: HttpRequest, thread_id: str, message_id: str) -> 
 async def legacy_suggestions(request: HttpRequest, thread_id: str, message_id: str) -> HttpResponse:
     """`/threads/…/suggestions`, the path `TamboClient` uses: a bare `Suggestion[]`."""
     try:
-        principal = await aresolve_principal(request)
-        scope = {"project": principal.project, "thread_id": thread_id, "message_id": message_id}
-        if request.method == "POST":
-            rows = await _generate(request, principal, scope)
-        else:
-            rows, _, _ = await sync_to_async(suggestion_list)(
-                **scope, user_key=principal.user_key(_query_user_key(request)), limit=LEGACY_LIST_LIMIT,
-                cursor=None)
+        rows, _, _ = await _suggestions(request, thread_id, message_id, limit=LEGACY_LIST_LIMIT, cursor=None)
     except Problem as problem:
         return _problem(problem, request)
     return JsonResponse([suggestion_to_wire(s).wire() for s in rows], safe=False)
+
+
+async def _suggestions(request: HttpRequest, thread_id: str, message_id: str, *, limit: int,
+                       cursor: str | None) -> tuple[list, str | None, bool]:
+    """POST generates the message's suggestions (the whole new set, one page); GET lists a page of the
+    stored ones. Returns (rows, next cursor, has more); raises Problem."""
+    principal = await aresolve_principal(request)
+    scope = {"project": principal.project, "thread_id": thread_id, "message_id": message_id}
+    if request.method == "POST":
+        return await _generate(request, principal, scope), None, False
+    return await db_call(suggestion_list, **scope, user_key=principal.user_key(_query_user_key(request)),
+                         limit=limit, cursor=cursor)
 
 
 async def _generate(request: HttpRequest, principal: Principal, scope: dict):
