@@ -2,7 +2,6 @@
 import re
 
 import pytest
-from django.urls import reverse
 
 from runs.lock import lock_take
 from runs.models import Run
@@ -10,6 +9,7 @@ from tambo_project.auth import principal_for_key
 from threads import services
 from threads.models import ApiKey, Message, Project, Thread
 from tools.models import McpServer, ProjectTool
+from tests.support.admin import admin_url
 
 pytestmark = pytest.mark.django_db
 
@@ -36,7 +36,7 @@ MODELS = [Project, ApiKey, Thread, Message, Run, McpServer, ProjectTool]
 
 
 def _url(model, view: str, *args) -> str:
-    return reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_{view}", args=args)
+    return admin_url(model, view, *args)
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)

@@ -3,7 +3,8 @@ import pytest
 from django.urls import reverse
 
 from threads import services
-from threads.models import Project
+from threads.models import Project, Thread
+from tests.support.admin import admin_url
 
 pytestmark = pytest.mark.django_db
 
@@ -41,6 +42,6 @@ def test_threads_are_found_by_their_external_id(admin_client, threads):
 def test_the_thread_page_shows_its_external_id_and_its_messages_client_ids(admin_client, threads):
     agui, _ = threads
 
-    page = admin_client.get(reverse("admin:threads_thread_change", args=[agui.id])).content.decode()
+    page = admin_client.get(admin_url(Thread, "change", agui.id)).content.decode()
 
     assert "conv-from-ag-ui" in page and "client-message-1" in page

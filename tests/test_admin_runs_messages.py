@@ -9,7 +9,8 @@ from django.utils import timezone
 from runs.models import Run
 from tests.support.run_requests import run
 from threads import services
-from threads.models import Message, Project
+from threads.models import Message, Project, Thread
+from tests.support.admin import admin_url
 
 pytestmark = pytest.mark.django_db
 
@@ -49,7 +50,7 @@ def test_a_threads_runs_are_shown_in_the_order_they_ran(admin_client, thread):
     for offset, run_id in enumerate(["run_zulu", "run_alpha", "run_mike"]):
         Run.objects.create(id=run_id, thread=thread, created_at=base + datetime.timedelta(seconds=offset))
 
-    html = admin_client.get(reverse("admin:threads_thread_change", args=[thread.pk])).content.decode()
+    html = admin_client.get(admin_url(Thread, "change", thread.pk)).content.decode()
 
     assert _in_order(html, "run_zulu", "run_alpha", "run_mike")
     runs_list = admin_client.get(reverse("admin:runs_run_changelist")).content.decode()
@@ -73,7 +74,7 @@ def test_a_run_shows_its_duration_model_tokens_and_error(admin_client, thread):
                        error_code="LLM_SERVER_ERROR", error_message="The model provider failed.")
     Run.objects.create(id="run_plain", thread=thread)
 
-    html = admin_client.get(reverse("admin:runs_run_change", args=["run_failed"])).content.decode()
+    html = admin_client.get(admin_url(Run, "change", "run_failed")).content.decode()
     listing = admin_client.get(reverse("admin:runs_run_changelist")).content.decode()
 
     for text in ("2.5 s", "gpt-test", "12 prompt, 30 completion, 42 total", "LLM_SERVER_ERROR",

@@ -8,6 +8,8 @@ from django.test import Client
 
 from tests.assist.conftest import BAR_CHART, DATA_CARD
 from tests.assist.test_suggestions import generate
+from tests.support.admin import admin_url
+from threads.models import Message
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -26,7 +28,7 @@ def test_the_message_page_lists_its_suggestions_read_only(api, chat, admin_clien
     thread, answer = chat
     made = generate(api, thread.id, answer.id, availableComponents=[DATA_CARD, BAR_CHART]).json()["suggestions"]
 
-    response = admin_client.get(f"/admin/threads/message/{answer.id}/change/")
+    response = admin_client.get(admin_url(Message, "change", answer.id))
 
     assert response.status_code == 200
     page = html.unescape(response.content.decode())

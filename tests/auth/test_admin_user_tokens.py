@@ -1,9 +1,9 @@
 """The project admin's "Identity by token" fieldset validates the user-token settings."""
 import pytest
-from django.urls import reverse
 
 from tests.support.user_tokens import HS256_SECRET, public_pem, rsa_key
 from threads.models import Project
+from tests.support.admin import admin_url
 
 pytestmark = pytest.mark.django_db
 
@@ -22,11 +22,11 @@ def project(db):
 def _save(admin_client, project, **fields):
     form = {"name": project.name, "system_prompt": "", "max_tool_calls_per_turn": 100, "user_token_claim": "sub",
             "api_keys-TOTAL_FORMS": 0, "api_keys-INITIAL_FORMS": 0, **fields}
-    return admin_client.post(reverse("admin:threads_project_change", args=[project.pk]), form)
+    return admin_client.post(admin_url(Project, "change", project.pk), form)
 
 
 def test_the_project_page_has_the_identity_by_token_fieldset(admin_client, project):
-    page = admin_client.get(reverse("admin:threads_project_change", args=[project.pk])).content.decode()
+    page = admin_client.get(admin_url(Project, "change", project.pk)).content.decode()
 
     assert "Identity by token (userToken)" in page
     assert "user_token_jwks_url" in page

@@ -8,6 +8,8 @@ import pytest
 from django.test import Client
 
 from tests.support.run_requests import enable_tools, last_run_id, run
+from tests.support.admin import admin_url
+from threads.models import Thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -38,7 +40,7 @@ def test_the_message_page_shows_a_tool_result_and_a_component_with_props_and_sta
     thread_id, events = run(api, 'calculate {"expression": "6*7"}')
     call_id = next(e["toolCallId"] for e in events if e["type"] == "TOOL_CALL_RESULT")
     tool_message = Message.objects.get(thread_id=thread_id, role=Message.Role.TOOL)
-    text = page_text(admin_client, f"/admin/threads/message/{tool_message.id}/change/")
+    text = page_text(admin_client, admin_url(Message, "change", tool_message.id))
     assert f'"toolUseId": "{call_id}"' in text
     assert '"text": "42"' in text
 
@@ -55,7 +57,7 @@ def test_the_message_page_shows_a_tool_result_and_a_component_with_props_and_sta
     assert '"colour": "teal"' in text
 
     # The thread page lists the same messages, the component with its current state.
-    text = page_text(admin_client, f"/admin/threads/thread/{thread_id}/change/")
+    text = page_text(admin_client, admin_url(Thread, "change", thread_id))
     assert '"text": "42"' in text
     assert '"title": "Pick a colour"' in text
     assert '"colour": "teal"' in text
