@@ -214,6 +214,9 @@ class CreateRunBody(RequestModel):
     max_tokens: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
     temperature: Annotated[float, Field(ge=0, le=2)] | None = None
     run_metadata: dict[str, Any] | None = None
+    # "continue": the run goes on to its end when the client goes away; its events can be read
+    # again from GET …/runs/{runId}/events (spec section 12). "cancel" (or none: the reference's behaviour) cancels it.
+    on_disconnect: Literal["cancel", "continue"] | None = None
 
 
 class NewThreadSpec(RequestModel):

@@ -10,7 +10,11 @@ RUN_WATCH_INTERVAL seconds it renews the leases of all runs this process streams
 looks for cancels requested through the database with one SELECT, checkpoints the in-progress text
 of the runs whose text changed (at most once a second per run) with one UPDATE, and records the
 threads whose lease expired anywhere with one statement (spec sections 8 and 14: batched, never
-one query per run). A tick that fails (the database is away) is logged and the next one tries again.
+one query per run), and now and then removes the event-log rows of runs whose replay window closed
+(runs/event_log.py). It also starts the task that writes the runs' events to the event log on its
+own, faster pace (runs/feeds.py), and asks for a poll of the runs followed from other processes
+(runs/follow.py) in case a notification was lost. A tick that fails (the database is away) is
+logged and the next one tries again.
 """
 from __future__ import annotations
 
@@ -22,6 +26,8 @@ from typing import AsyncIterator, Awaitable, TypeVar
 
 from django.conf import settings
 
+from runs.feeds import flusher
+from runs.follow import follower
 from tambo_project.db import db_call
 
 log = logging.getLogger(__name__)
@@ -150,6 +156,7 @@ class Watcher:
     def __init__(self) -> None:
         self.controls: dict[str, RunControl] = {}
         self._task: asyncio.Task | None = None
+        self._cleaned_at = 0.0
 
     def register(self, control: RunControl) -> None:
         """Adds a run; starts the watcher task on the running loop unless one already runs there."""
@@ -164,6 +171,7 @@ class Watcher:
             # A fresh context: the watcher serves the whole process and must not inherit the context
             # (and with it the sync thread) of the request that happened to start it.
             self._task = loop.create_task(self._loop(), context=contextvars.Context())
+        flusher.ensure_started()
 
     def unregister(self, control: RunControl) -> None:
         self.controls.pop(control.run_id, None)
@@ -189,7 +197,13 @@ class Watcher:
             due = self.controls[rid].checkpoint_due(now)
             if due is not None:
                 checkpoints[rid] = due
-        flagged, written = await db_call(_tick_in_db, run_ids, checkpoints)
+        # The replay window closes on the event log's rows a few times per window, not every tick.
+        cleanup = now - self._cleaned_at >= min(settings.RUN_REPLAY_SECONDS / 4, 30.0)
+        if follower.mirrors:
+            follower.wake()
+        flagged, written = await db_call(_tick_in_db, run_ids, checkpoints, cleanup)
+        if cleanup:
+            self._cleaned_at = now
         for rid, (message_id, text) in (checkpoints.items() if written else ()):
             control = self.controls.get(rid)
             if control is not None:
@@ -213,7 +227,8 @@ def _renew_and_poll(run_ids: list[str]) -> list[str]:
         raise
 
 
-def _tick_in_db(run_ids: list[str], checkpoints: dict[str, tuple[str, str]]) -> tuple[list[str], bool]:
+def _tick_in_db(run_ids: list[str], checkpoints: dict[str, tuple[str, str]],
+                cleanup: bool = False) -> tuple[list[str], bool]:
     """The watcher's database work for one tick, on a database worker thread (`db_call`); returns the
     runs flagged for cancel and whether the checkpoints were written.
 
@@ -222,6 +237,7 @@ def _tick_in_db(run_ids: list[str], checkpoints: dict[str, tuple[str, str]]) -> 
     """
     from django.db import connections
 
+    from runs.event_log import log_cleanup
     from runs.recovery import checkpoint_write, expired_sweep
 
     try:
@@ -237,6 +253,11 @@ def _tick_in_db(run_ids: list[str], checkpoints: dict[str, tuple[str, str]]) -> 
             expired_sweep()
         except Exception as exc:  # noqa: BLE001 - logged; the next tick sweeps again
             _log_failure("Run watcher: the expired-lease sweep failed", exc)
+        if cleanup:
+            try:
+                log_cleanup()
+            except Exception as exc:  # noqa: BLE001 - logged; a later tick cleans up
+                _log_failure("Run watcher: removing old run events failed", exc)
         return flagged, written
     finally:
         connections.close_all()

@@ -42,3 +42,21 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return f"{self.id} ({self.status})"
+
+
+class RunEvent(models.Model):
+    """One SSE event of a run as its stream sent it, for readers that join late or on another process
+    (spec section 12). Written in batches by the process running the run (runs/feeds.py), removed
+    by the watcher once the run has been over for RUN_REPLAY_SECONDS."""
+
+    pk = models.CompositePrimaryKey("run_id", "seq")
+    # No foreign key: the rows are written in bulk every few milliseconds, and a check per row buys
+    # nothing (the run exists before its first event, and the rows go before or with it).
+    run_id = models.CharField(max_length=40)
+    seq = models.IntegerField()
+    data = models.TextField()  # the event's JSON, exactly as after `data: ` on the wire
+    final = models.BooleanField(default=False)  # the run's terminal event (RUN_FINISHED / RUN_ERROR)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["created_at"], name="run_event_created_idx")]

@@ -4,7 +4,8 @@ TEXT_MESSAGE_CONTENT, by far the most frequent event, is encoded from a bytes te
 orjson instead of through the pydantic model: the bytes are identical (tests/runs/test_sse.py
 checks quotes, newlines, emoji, U+2028, backslashes and control characters against ag_ui's own
 encoding), at a fraction of the cost. Several text deltas of one message that are ready together
-go out as one event (`merge_text`), with the text unchanged.
+go out as one event (`merge_text`), with the text unchanged; that happens when a run's events are
+numbered (runs/feeds.py), so every reader of the run sees the same events.
 """
 from __future__ import annotations
 
@@ -45,11 +46,11 @@ def merge_text(events: Iterable[BaseEvent]) -> list[BaseEvent]:
     return merged
 
 
-def join_encoded(items: list[tuple[bytes, BaseEvent | None]]) -> bytes:
-    """The bytes of events encoded one by one (runs/guard.py), ready to write together; each run of
-    consecutive TEXT_MESSAGE_CONTENT of one message goes out as one event (`merge_text`). The deltas
-    each encoded alone, so their join encodes too: this cannot fail where the first encoding did not."""
-    out: list[bytes] = []
+def merge_encoded(items: list[tuple[bytes, BaseEvent | None]]) -> list[tuple[bytes, BaseEvent | None]]:
+    """Events encoded one by one (runs/guard.py), with each run of consecutive TEXT_MESSAGE_CONTENT
+    of one message folded into one event (`merge_text`) and encoded again. The deltas each encoded
+    alone, so their join encodes too: this cannot fail where the first encoding did not."""
+    out: list[tuple[bytes, BaseEvent | None]] = []
     i = 0
     while i < len(items):
         data, event = items[i]
@@ -57,9 +58,13 @@ def join_encoded(items: list[tuple[bytes, BaseEvent | None]]) -> bytes:
         if _is_text(event):
             while j < len(items) and _is_text(items[j][1]) and items[j][1].message_id == event.message_id:
                 j += 1
-        out.append(encode_event(merge_text([e for _, e in items[i:j]])[0]) if j - i > 1 else data)
+        if j - i > 1:
+            merged = merge_text([e for _, e in items[i:j]])[0]
+            out.append((encode_event(merged), merged))
+        else:
+            out.append((data, event))
         i = j
-    return b"".join(out)
+    return out
 
 
 def _is_text(event: BaseEvent | None) -> bool:

@@ -1,10 +1,11 @@
 from django.urls import path
 
-from runs import agui_views, views
+from runs import agui_views, events_views, views
 
 urlpatterns = [
     path("threads/runs", views.create_thread_run, name="thread-runs"),
     path("agui", agui_views.agui_run, name="agui"),
     path("threads/<str:thread_id>/runs", views.create_run, name="runs"),
     path("threads/<str:thread_id>/runs/<str:run_id>", views.cancel_run, name="run"),
+    path("threads/<str:thread_id>/runs/<str:run_id>/events", events_views.run_events, name="run-events"),
 ]

@@ -1,8 +1,9 @@
 """The run endpoints: async views that check a request, then stream the advance loop as SSE.
 
 The view only decodes, calls services and writes bytes. The loop runs in its own task and feeds
-a queue, so a client that goes away does not tear down the run's bookkeeping: the run is
-cancelled (unless it already paused for client tools) and still stored and unlocked properly.
+the run's numbered events (runs/feeds.py), so a client that goes away does not tear down the run's
+bookkeeping: the run is cancelled (unless it already paused for client tools, or the request said
+`onDisconnect: "continue"`: then it runs to its end with no reader) and still stored and unlocked.
 """
 from __future__ import annotations
 
@@ -18,8 +19,9 @@ from runs import services
 from runs.control import RunControl, watcher
 from runs.loop import advance
 from runs.providers import get_provider
+from runs.feeds import Feed, flusher, read
 from runs.guard import encode_into
-from runs.sse import SSE_HEADERS, join_encoded
+from runs.sse import SSE_HEADERS
 from tambo_project.auth import aresolve_principal
 from tambo_project.db import db_call
 from tambo_project.input_guard import request_json
@@ -27,7 +29,6 @@ from tambo_project.problems import Problem, response_for
 from tambo_project.validation import parse_body
 
 log = logging.getLogger(__name__)
-_END = object()
 
 
 @csrf_exempt
@@ -58,85 +59,100 @@ async def _start(request: HttpRequest, thread_id: str | None) -> HttpResponse:
 
 def stream_run(started: services.StartedRun, adapt=None) -> StreamingHttpResponse:
     """The SSE answer streaming the advance loop of a started run; `adapt`, if given, maps its events
-    (the AG-UI endpoint's, runs/agui_views.py)."""
+    (the AG-UI endpoint's, runs/agui_views.py).
+
+    The events go through the run's feed (runs/feeds.py), which numbers them: this answer is one reader
+    of it. A /v1 run's feed is also written to the event log, for the events route; an AG-UI run's
+    stream is numbered too but not logged (the events route serves /v1 runs' events).
+    """
     control = RunControl(started.run.id)
     watcher.register(control)
-    queue: asyncio.Queue = asyncio.Queue()
+    logged = adapt is None
+    feed = flusher.feed_for(started.run.id) if logged else Feed(started.run.id)
+    keep_going = logged and started.body.on_disconnect == "continue"
     reading = asyncio.Event()
     events = advance(started, control, get_provider())
-    producer = asyncio.create_task(_produce(adapt(events) if adapt else events, queue, control, reading))
-    response = StreamingHttpResponse(_write(queue, producer, control, reading), content_type="text/event-stream")
+    producer = _launch(_produce(adapt(events) if adapt else events, feed, control, reading, keep_going))
+    response = StreamingHttpResponse(_write(feed, producer, control, reading, keep_going),
+                                     content_type="text/event-stream")
     for header, value in SSE_HEADERS.items():
         response[header] = value
     response["X-Run-Id"] = started.run.id
     return response
 
 
-_orphans: set[asyncio.Task] = set()  # strong references, so the loop does not drop them mid-run
+_running: set[asyncio.Task] = set()  # strong references, so the loop does not drop a run mid-way
+
+
+def _launch(coroutine) -> asyncio.Task:
+    task = asyncio.ensure_future(coroutine)
+    _running.add(task)
+    task.add_done_callback(_running.discard)
+    return task
 
 
 async def run_start_shielded(start_run, **kwargs) -> services.StartedRun:
     """`start_run(**kwargs)` (services.run_start, or the AG-UI one), which takes the lock. If the client
     leaves meanwhile (this coroutine is cancelled), the run it started is cancelled through the normal
-    path once the lock is taken, so the thread is idle again at once instead of when the lease expires.
+    path once the lock is taken, so the thread is idle again at once instead of when the lease expires
+    (or, with `onDisconnect: "continue"`, it runs to its end with no reader).
     A start that fails rolls its whole transaction back (lock included: services.run_start)."""
     start = asyncio.ensure_future(db_call(start_run, **kwargs))
     try:
         return await asyncio.shield(start)
     except asyncio.CancelledError:
-        start.add_done_callback(_cancel_orphan)
+        start.add_done_callback(_orphaned)
         raise
 
 
-def _cancel_orphan(start: asyncio.Future) -> None:
+def _orphaned(start: asyncio.Future) -> None:
     if start.cancelled() or start.exception() is not None:
         return  # a rejected request took no lock
     started = start.result()
     control = RunControl(started.run.id)
-    control.cancel("disconnected")
-    task = asyncio.ensure_future(_produce(advance(started, control, get_provider()), asyncio.Queue(), control))
-    _orphans.add(task)
-    task.add_done_callback(_orphans.discard)
+    keep_going = started.body.on_disconnect == "continue"
+    if keep_going:
+        watcher.register(control)
+        feed = flusher.feed_for(started.run.id)
+    else:
+        control.cancel("disconnected")
+        feed = Feed(started.run.id)
+    _launch(_produce(advance(started, control, get_provider()), feed, control, None, keep_going))
 
 
 # How long a started run waits for its client to begin reading before it counts as a disconnect.
 READ_START_TIMEOUT = 10.0
 
 
-async def _produce(events, queue: asyncio.Queue, control: RunControl, reading: asyncio.Event | None = None) -> None:
+async def _produce(events, feed: Feed, control: RunControl, reading: asyncio.Event | None,
+                   keep_going: bool) -> None:
     try:
         if reading is not None:
             # The model starts once the answer's headers are out: Django's response path then does
-            # not compete with a busy producer, and a client that never reads cancels the run.
+            # not compete with a busy producer, and a client that never reads cancels the run
+            # (unless it asked for the run to go on without it).
             try:
                 await asyncio.wait_for(reading.wait(), READ_START_TIMEOUT)
             except asyncio.TimeoutError:
-                control.cancel("disconnected")
+                if not keep_going:
+                    control.cancel("disconnected")
         # Encoded here, one by one, so a failure to encode goes back into the run (runs/guard.py).
-        await encode_into(events, lambda data, event: queue.put_nowait((data, event)))
+        await encode_into(events, feed.append)
     finally:
-        queue.put_nowait(_END)
+        feed.end()
         watcher.unregister(control)
 
 
-async def _write(queue: asyncio.Queue, producer: asyncio.Task, control: RunControl, reading: asyncio.Event):
+async def _write(feed: Feed, producer: asyncio.Task, control: RunControl, reading: asyncio.Event,
+                 keep_going: bool):
     finished = False
     reading.set()
     try:
-        while not finished:
-            chunks = [await queue.get()]
-            # Whatever else is ready goes out in the same write; when nothing is, flush at once.
-            while not queue.empty():
-                chunks.append(queue.get_nowait())
-            if chunks[-1] is _END:
-                chunks.pop()
-                finished = True
-            if chunks:
-                # Text deltas of one message that queued up while the client was slower than the
-                # model go out as one event: fewer bytes, the same text.
-                yield join_encoded(chunks)
+        async for chunk in read(feed, 0):
+            yield chunk
+        finished = True
     finally:
-        if not finished:
+        if not finished and not keep_going:
             # The client went away while the run was producing: that is a cancel (spec section 4).
             control.cancel("disconnected")
             # Let the loop store the partial message and release the lock on its own.

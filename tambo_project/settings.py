@@ -109,6 +109,9 @@ if DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql") an
     # pool check one as it hands it out (ConnectionPool.check_connection: one round trip, no statement)
     # and replace it there, instead of failing the request, the watcher tick or a run's settling.
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# The one LISTEN connection per process that wakes readers of runs streaming in other processes
+# (runs/follow.py). It must reach PostgreSQL itself: a transaction-pooling proxy cannot hold a LISTEN.
+DATABASE_LISTEN_URL = env.str("DATABASE_LISTEN_URL", default=env.str("DATABASE_URL", default=""))
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = []
@@ -159,6 +162,14 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BYTES
 RUN_LEASE_SECONDS = env.float("RUN_LEASE_SECONDS", default=30.0)
 # How often one process renews the leases and looks for cancels of all the runs it streams.
 RUN_WATCH_INTERVAL = env.float("RUN_WATCH_INTERVAL", default=0.5)
+# Resumable runs (spec section 12): a run's events can be replayed this long after it ended.
+RUN_REPLAY_SECONDS = env.float("RUN_REPLAY_SECONDS", default=300.0)
+# A process writes the new events of all the runs it streams to the event log in one statement at
+# most this often (readers on other processes wait that long at most for them).
+RUN_EVENTS_FLUSH_INTERVAL = env.float("RUN_EVENTS_FLUSH_INTERVAL", default=0.02)
+# The bytes of events a run keeps in memory for its readers (beyond those not yet in the event log);
+# a reader that falls further behind is cut with a `tambo.stream.lagged` event it can resume from.
+RUN_EVENTS_BUFFER_BYTES = env.int("RUN_EVENTS_BUFFER_BYTES", default=1_000_000)
 MAX_TOOL_CALLS_PER_TURN = env.int("MAX_TOOL_CALLS_PER_TURN", default=100)
 MAX_IDENTICAL_TOOL_CALLS = env.int("MAX_IDENTICAL_TOOL_CALLS", default=3)
 # POST /v1/agui: the most messages one RunAgentInput may carry (the whole history is sent each time).

@@ -1,0 +1,112 @@
+"""The run event log (spec section 12): what a run's stream sent, for readers that join late or on
+another process. Synchronous; called through db_call (tambo_project/db.py).
+
+Written in batches, never per event: `log_write` stores the new events of all the runs a process
+streams in one statement (runs/feeds.py Flusher), and on PostgreSQL the same statement notifies
+`CHANNEL` with the ids of those runs, so other processes' readers wake (runs/follow.py) and read the
+new rows of all the runs they follow with one `log_poll`. `log_cleanup`, run by the watcher, removes
+the rows of runs that ended more than RUN_REPLAY_SECONDS ago.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import connection
+from django.db.models import Q
+from django.utils import timezone
+
+from runs.models import Run, RunEvent
+
+CHANNEL = "tambo_run_events"
+NOTIFY_LIMIT = 7000  # bytes of run ids in one notification (PostgreSQL's limit is 8000); beyond, "*"
+# A run row that ended this long ago with no final event logged will never get one (its process
+# died before writing it, or it ran before the log existed): its readers end.
+ORPHAN_SECONDS = 10.0
+# Rows of a run that never logged a final event go after this long.
+STALE_ROWS = timedelta(days=1)
+_ENDED = (Run.Status.AWAITING_INPUT, Run.Status.COMPLETED, Run.Status.CANCELLED, Run.Status.FAILED)
+
+
+def log_write(rows: list[tuple[str, int, str, bool]]) -> None:
+    """Stores (run id, seq, JSON, final) rows in one statement; on PostgreSQL it also notifies
+    CHANNEL with the comma-separated run ids ("*" when they are too many to list)."""
+    now = timezone.now()
+    if connection.vendor != "postgresql":
+        RunEvent.objects.bulk_create(
+            [RunEvent(run_id=r, seq=s, data=d, final=f, created_at=now) for r, s, d, f in rows],
+            ignore_conflicts=True)
+        return
+    run_ids = ",".join(dict.fromkeys(r for r, _, _, _ in rows))
+    table = RunEvent._meta.db_table
+    with connection.cursor() as cursor:
+        # ON CONFLICT: a write that committed but whose answer was lost is tried again harmlessly.
+        cursor.execute(
+            f"""WITH written AS (
+                    INSERT INTO {table} (run_id, seq, data, final, created_at)
+                    SELECT run_id, seq, data, final, %s
+                    FROM unnest(%s::varchar[], %s::int[], %s::text[], %s::bool[]) AS t(run_id, seq, data, final)
+                    ON CONFLICT DO NOTHING RETURNING 1)
+                SELECT pg_notify(%s, %s) WHERE EXISTS (SELECT 1 FROM written)""",
+            [now, [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows],
+             CHANNEL, run_ids if len(run_ids) <= NOTIFY_LIMIT else "*"])
+
+
+def log_read(*, run_id: str, after: int, upto: int | None = None, limit: int) -> list[tuple[int, str, bool]]:
+    """The first `limit` logged events of a run after id `after` (up to `upto`): (seq, JSON, final)."""
+    rows = RunEvent.objects.filter(run_id=run_id, seq__gt=after)
+    if upto is not None:
+        rows = rows.filter(seq__lte=upto)
+    return list(rows.order_by("seq").values_list("seq", "data", "final")[:limit])
+
+
+def log_poll(cursors: dict[str, int]) -> tuple[dict[str, list[tuple[int, str, bool]]], set[str]]:
+    """For runs followed from another process ({run id: last id held}), in one query: their new events,
+    and the runs that will log no more (gone, or ended ORPHAN_SECONDS ago without a final event)."""
+    ids = list(cursors)
+    table, run_table = RunEvent._meta.db_table, Run._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""SELECT c.run_id, e.seq, e.data, e.final, r.status, r.finished_at
+                FROM unnest(%s::varchar[], %s::int[]) AS c(run_id, after)
+                LEFT JOIN {run_table} r ON r.id = c.run_id
+                LEFT JOIN {table} e ON e.run_id = c.run_id AND e.seq > c.after
+                ORDER BY c.run_id, e.seq""",
+            [ids, [cursors[i] for i in ids]])
+        result = cursor.fetchall()
+    events: dict[str, list[tuple[int, str, bool]]] = {}
+    finished: dict[str, tuple[str | None, datetime | None]] = {}
+    for run_id, seq, data, final, status, finished_at in result:
+        finished[run_id] = (status, finished_at)
+        if seq is not None:
+            events.setdefault(run_id, []).append((seq, data, final))
+    over = {rid for rid, (status, finished_at) in finished.items()
+            if not any(f for _, _, f in events.get(rid, ())) and _orphaned(status, finished_at)}
+    return events, over
+
+
+def _orphaned(status: str | None, finished_at: datetime | None) -> bool:
+    if status is None:
+        return True  # the run is gone (its thread was deleted)
+    return status in _ENDED and finished_at is not None and (
+        timezone.now() - finished_at).total_seconds() > ORPHAN_SECONDS
+
+
+def log_cleanup() -> int:
+    """Deletes the rows of runs whose final event was logged more than RUN_REPLAY_SECONDS ago (and
+    rows older than a day, of runs that never logged one); one statement; returns rows deleted."""
+    now = timezone.now()
+    cutoff = now - timedelta(seconds=settings.RUN_REPLAY_SECONDS)
+    over = RunEvent.objects.filter(final=True, created_at__lt=cutoff).values("run_id")
+    deleted, _ = RunEvent.objects.filter(Q(run_id__in=over) | Q(created_at__lt=now - STALE_ROWS)).delete()
+    return deleted
+
+
+def replay_ended(run: Run) -> bool:
+    """Whether the run ended more than RUN_REPLAY_SECONDS ago: no replay then."""
+    return run.status in _ENDED and run.finished_at is not None and (
+        timezone.now() - run.finished_at).total_seconds() > settings.RUN_REPLAY_SECONDS
+
+
+def run_orphaned(run: Run) -> bool:
+    return _orphaned(run.status, run.finished_at)

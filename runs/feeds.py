@@ -1,0 +1,256 @@
+"""A run's events in memory, numbered, for its own stream and every reader in this process (spec section 12).
+
+The process running a run appends each encoded event to the run's `Feed`. Events are *sealed*
+(numbered 1, 2, 3 … and framed with their `id:` line) when a reader takes them or the event log is
+written, whichever comes first. Text deltas of one message appended since the last seal become one
+event then (runs/sse.py `merge_encoded`): a slow reader gets fewer, larger events, and every reader
+and the event log see the same events with the same ids.
+
+Memory: a feed keeps its sealed events up to RUN_EVENTS_BUFFER_BYTES, and always those not yet
+written to the event log. Readers take from the feed and hold no copy of their own. A reader that
+falls behind what the feed keeps is cut: it gets one last event, `CUSTOM tambo.stream.lagged` with
+`value: {lastEventId}` (the id of the last event it got) and *no* `id:` line, and its stream ends; it
+can rejoin from that id through the events route, which replays from the event log.
+
+The `Flusher` writes the new events of all the runs this process streams to the event log in one
+statement at most every RUN_EVENTS_FLUSH_INTERVAL seconds while there are any (runs/event_log.py),
+which also wakes readers in other processes (runs/follow.py). The same `Feed` class mirrors a run
+that streams in another process: rows read from the log are appended to it already sealed.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import time
+from typing import AsyncIterator, Callable
+
+from ag_ui.core import BaseEvent, CustomEvent, RunErrorEvent, RunFinishedEvent
+from django.conf import settings
+from django.db import connection
+
+from runs.sse import encode_event, merge_encoded
+from tambo_project.db import db_call
+
+log = logging.getLogger(__name__)
+
+LAGGED_EVENT = "tambo.stream.lagged"
+MORE, DONE, LAGGED = "more", "done", "lagged"
+
+
+def frame(seq: int, data: bytes) -> bytes:
+    """An SSE frame with its id: `data` is the JSON after `data: `."""
+    return b"id: %d\ndata: %b\n\n" % (seq, data)
+
+
+def lagged_frame(last_seq: int) -> bytes:
+    return encode_event(CustomEvent(name=LAGGED_EVENT, value={"lastEventId": last_seq}))
+
+
+def _is_final(event: BaseEvent | None) -> bool:
+    # No event: the fixed RUN_ERROR of runs/guard.py, sent when even the terminal event failed to encode.
+    return event is None or isinstance(event, (RunFinishedEvent, RunErrorEvent))
+
+
+class Feed:
+    """The numbered events of one run: produced here (`append`) or mirrored from the log (`add_sealed`)."""
+
+    def __init__(self, run_id: str, *, logged: bool = False, after: int = 0,
+                 on_append: Callable[[], None] | None = None):
+        self.run_id = run_id
+        self.logged = logged  # its events go to the event log (and may only be dropped once written)
+        self._on_append = on_append
+        self._pending: list[tuple[bytes, BaseEvent | None]] = []
+        self._frames: list[bytes] = []  # the sealed frames kept, ids first_seq … last_seq
+        self._bytes = 0
+        self.first_seq = after + 1
+        self.last_seq = after
+        self.final_seq: int | None = None
+        self.ended = False  # no event will follow last_seq
+        self.unlogged: list[tuple[int, str, bool]] = []  # (seq, data, final) not yet in the event log
+        self.logged_seq = after
+        self._wake = asyncio.Event()
+
+    # --- writing ---------------------------------------------------------------------------------
+
+    def append(self, data: bytes, event: BaseEvent | None) -> None:
+        """One encoded event of the run (`data` is `data: <json>\\n\\n`), numbered at the next seal."""
+        self._pending.append((data, event))
+        self._changed()
+        if self._on_append is not None:
+            self._on_append()
+
+    def seal(self) -> None:
+        """Numbers the pending events (merging text deltas ready together) and frames them."""
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, []
+        for data, event in merge_encoded(pending):
+            payload = data[6:-2]  # the JSON between `data: ` and the blank line
+            self._add(payload, _is_final(event))
+        self._trim()
+
+    def add_sealed(self, seq: int, data: bytes, final: bool) -> None:
+        """An event read back from the event log (a mirror); events already held are skipped."""
+        if seq <= self.last_seq:
+            return
+        self._add(data, final, logged=True)
+        self._changed()
+
+    def end(self) -> None:
+        """No more events: readers that have everything end."""
+        self.seal()
+        self.ended = True
+        self._changed()
+
+    def _add(self, payload: bytes, final: bool, logged: bool = False) -> None:
+        self.last_seq += 1
+        framed = frame(self.last_seq, payload)
+        self._frames.append(framed)
+        self._bytes += len(framed)
+        if final:
+            self.final_seq = self.last_seq
+            self.ended = True
+        if self.logged and not logged:
+            self.unlogged.append((self.last_seq, payload.decode(), final))
+        elif logged:
+            self.logged_seq = self.last_seq
+
+    def mark_logged(self, upto: int) -> None:
+        """The events up to `upto` are in the event log: they may be dropped from memory now."""
+        done = 0
+        while done < len(self.unlogged) and self.unlogged[done][0] <= upto:
+            done += 1
+        del self.unlogged[:done]
+        self.logged_seq = max(self.logged_seq, upto)
+        self._trim()
+
+    def _trim(self) -> None:
+        limit = settings.RUN_EVENTS_BUFFER_BYTES
+        droppable = self.logged_seq if self.logged else self.last_seq
+        drop = 0
+        while self._bytes > limit and self.first_seq + drop <= droppable and drop < len(self._frames) - 1:
+            self._bytes -= len(self._frames[drop])
+            drop += 1
+        if drop:
+            del self._frames[:drop]
+            self.first_seq += drop
+
+    # --- reading ---------------------------------------------------------------------------------
+
+    def take(self, cursor: int) -> tuple[bytes, int, str]:
+        """(the frames after id `cursor`, joined; the new cursor; MORE, DONE or LAGGED)."""
+        self.seal()
+        if cursor < self.first_seq - 1:
+            return b"", cursor, LAGGED
+        start = max(cursor - self.first_seq + 1, 0)
+        frames = self._frames[start:]
+        cursor = max(cursor, self.first_seq - 1) + len(frames)
+        done = (self.final_seq is not None and cursor >= self.final_seq) or (self.ended and cursor >= self.last_seq)
+        return b"".join(frames), cursor, DONE if done else MORE
+
+    def covers(self, cursor: int) -> bool:
+        """Whether a reader at `cursor` can read on from memory (nothing it lacks was dropped)."""
+        return cursor >= self.first_seq - 1
+
+    async def changed(self) -> None:
+        await self._wake.wait()
+
+    def _changed(self) -> None:
+        wake, self._wake = self._wake, asyncio.Event()
+        wake.set()
+
+
+async def read(feed: Feed, cursor: int) -> AsyncIterator[bytes]:
+    """The frames of `feed` after id `cursor` as they come, until the run's last event; a reader that
+    falls behind what the feed keeps gets the `tambo.stream.lagged` event and stops."""
+    while True:
+        chunk, cursor, state = feed.take(cursor)
+        if chunk:
+            # Everything ready goes out in one write; when nothing is, the next event goes at once.
+            yield chunk
+        if state == DONE:
+            return
+        if state == LAGGED:
+            yield lagged_frame(cursor)
+            return
+        await feed.changed()
+
+
+class Flusher:
+    """The feeds of the runs this process streams, and the task writing their new events to the log."""
+
+    def __init__(self) -> None:
+        self.feeds: dict[str, Feed] = {}
+        self._dirty: asyncio.Event | None = None
+        self._task: asyncio.Task | None = None
+        self._last = 0.0
+
+    def feed_for(self, run_id: str) -> Feed:
+        """A new logged feed for a run that starts streaming in this process."""
+        feed = Feed(run_id, logged=True, on_append=self._mark_dirty)
+        self.feeds[run_id] = feed
+        self.ensure_started()
+        return feed
+
+    def _mark_dirty(self) -> None:
+        if self._dirty is not None:
+            self._dirty.set()
+
+    def ensure_started(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._task is None or self._task.done() or self._task.get_loop() is not loop:
+            self._dirty = asyncio.Event()
+            self._dirty.set()
+            # A fresh context, as the watcher's: this task serves the whole process.
+            self._task = loop.create_task(self._loop(), context=contextvars.Context())
+
+    def interval(self) -> float:
+        # Readers in other processes wait on these writes; on SQLite there are none (one process),
+        # and the log only serves replays, so the watcher's pace is enough.
+        if connection.vendor == "postgresql":
+            return settings.RUN_EVENTS_FLUSH_INTERVAL
+        return max(settings.RUN_EVENTS_FLUSH_INTERVAL, settings.RUN_WATCH_INTERVAL)
+
+    async def _loop(self) -> None:
+        while True:
+            await self._dirty.wait()
+            # The first events after a quiet spell go at once; then at most one write per interval.
+            delay = self._last + self.interval() - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            self._dirty.clear()
+            self._last = time.monotonic()
+            try:
+                await self.flush()
+            except Exception as exc:  # noqa: BLE001 - the events stay in memory; the next round retries
+                from runs.control import _log_failure
+
+                _log_failure("Run events: writing the event log failed", exc)
+                await asyncio.sleep(settings.RUN_WATCH_INTERVAL)
+                self._dirty.set()
+
+    async def flush(self) -> None:
+        """Writes the new events of every feed in one statement, then lets the feeds drop them."""
+        from runs.event_log import log_write
+
+        batch: dict[str, int] = {}
+        rows: list[tuple[str, int, str, bool]] = []
+        for run_id, feed in list(self.feeds.items()):
+            feed.seal()
+            if feed.unlogged:
+                rows.extend((run_id, seq, data, final) for seq, data, final in feed.unlogged)
+                batch[run_id] = feed.unlogged[-1][0]
+            elif feed.ended:
+                self.feeds.pop(run_id, None)  # all written: readers that hold it read on from memory
+        if rows:
+            await db_call(log_write, rows)
+        for run_id, upto in batch.items():
+            feed = self.feeds.get(run_id)
+            if feed is not None:
+                feed.mark_logged(upto)
+                if feed.ended and not feed.unlogged:
+                    self.feeds.pop(run_id, None)
+
+
+flusher = Flusher()

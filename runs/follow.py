@@ -1,0 +1,165 @@
+"""Following a run that streams in another process, through PostgreSQL alone (spec section 12).
+
+Each process that has readers of runs streaming elsewhere keeps one `Feed` mirror per such run
+(runs/feeds.py), shared by all its readers of that run. One LISTEN connection per process
+(DATABASE_LISTEN_URL, straight to PostgreSQL: a transaction-pooling proxy cannot hold a LISTEN; it
+is not one of the bounded pool's connections) hears the event log's notifications, which name the runs
+that got new rows; when one of them is followed here, one `log_poll` reads the new rows of *all* the
+runs followed here (one query per wake-up, whatever the number of readers), and the mirrors wake
+their readers. The watcher's tick also polls while anything is followed, so a notification lost
+while the LISTEN connection was being re-established delays events by a tick at most.
+
+On SQLite there is one process: every run that streams does so here, and its feed serves.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+
+from django.conf import settings
+
+from django.db import connection
+
+from runs.event_log import CHANNEL, log_poll, log_read
+from runs.feeds import Feed, flusher, frame, read
+from tambo_project.db import db_call
+
+log = logging.getLogger(__name__)
+
+
+class Follower:
+    def __init__(self) -> None:
+        self.mirrors: dict[str, Feed] = {}
+        self._readers: dict[str, int] = {}
+        self._wanted: asyncio.Event | None = None
+        self._tasks: list[asyncio.Task] = []
+
+    def attach(self, run_id: str, after: int) -> Feed:
+        """The mirror of `run_id` for one more reader (created after id `after` when there is none);
+        pair with `detach`."""
+        self._ensure_started()
+        mirror = self.mirrors.get(run_id)
+        if mirror is None or (mirror.ended and not mirror.covers(after)):
+            mirror = Feed(run_id, after=after)
+            self.mirrors[run_id] = mirror
+            self.wake()
+        self._readers[run_id] = self._readers.get(run_id, 0) + 1
+        return mirror
+
+    def detach(self, run_id: str, mirror: Feed) -> None:
+        left = self._readers.get(run_id, 0) - 1
+        if left > 0:
+            self._readers[run_id] = left
+            return
+        self._readers.pop(run_id, None)
+        if self.mirrors.get(run_id) is mirror:
+            del self.mirrors[run_id]
+
+    def wake(self) -> None:
+        """Asks for a poll of every followed run (coalesced: one at a time, none queued twice)."""
+        if self._wanted is not None:
+            self._wanted.set()
+
+    def _ensure_started(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._tasks and not any(t.done() for t in self._tasks) and self._tasks[0].get_loop() is loop:
+            return
+        for task in self._tasks:
+            task.cancel()
+        self._wanted = asyncio.Event()
+        # Fresh contexts: these tasks serve the whole process, not the request that started them.
+        self._tasks = [loop.create_task(self._poll_loop(), context=contextvars.Context()),
+                       loop.create_task(self._listen_loop(), context=contextvars.Context())]
+
+    async def _poll_loop(self) -> None:
+        while True:
+            await self._wanted.wait()
+            self._wanted.clear()
+            cursors = {rid: m.last_seq for rid, m in self.mirrors.items() if not m.ended}
+            if not cursors:
+                continue
+            try:
+                events, over = await db_call(log_poll, cursors)
+            except Exception as exc:  # noqa: BLE001 - the watcher's next tick asks again
+                from runs.control import _log_failure
+
+                _log_failure("Run events: reading the event log failed", exc)
+                continue
+            for run_id, rows in events.items():
+                mirror = self.mirrors.get(run_id)
+                if mirror is not None:
+                    for seq, data, final in rows:
+                        mirror.add_sealed(seq, data.encode(), final)
+            for run_id in over:
+                mirror = self.mirrors.get(run_id)
+                if mirror is not None:
+                    mirror.end()
+
+    async def _listen_loop(self) -> None:
+        import psycopg
+
+        while True:
+            try:
+                async with await psycopg.AsyncConnection.connect(settings.DATABASE_LISTEN_URL,
+                                                                 autocommit=True) as conn:
+                    await conn.execute(f"LISTEN {CHANNEL}")
+                    self.wake()  # rows written before the LISTEN took effect
+                    async for note in conn.notifies():
+                        if note.payload == "*" or any(rid in self.mirrors for rid in note.payload.split(",")):
+                            self.wake()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - reconnect; the watcher's ticks poll meanwhile
+                log.warning("Run events: the LISTEN connection failed (%s); reconnecting", type(exc).__name__)
+                await asyncio.sleep(1.0)
+
+
+follower = Follower()
+
+REPLAY_PAGE = 500  # events read from the log at a time by a reader that joins behind what memory holds
+
+
+async def events_follow(run_id: str, after: int):
+    """The SSE frames of run `run_id` after id `after`: replayed, then live until its last event.
+
+    A reader that joins behind what this process holds in memory reads the difference from the
+    event log first, a page at a time; then it reads on from the run's feed when the run streams in
+    this process, else from the process's mirror of it (PostgreSQL). Once live, a reader that falls
+    behind what memory holds is cut (runs/feeds.py `read`).
+    """
+    cursor = after
+    mirror: Feed | None = None
+    try:
+        while True:
+            feed = mirror or flusher.feeds.get(run_id)
+            if feed is None and connection.vendor == "postgresql":
+                existing = follower.mirrors.get(run_id)
+                if existing is not None and existing.covers(cursor):
+                    feed = mirror = follower.attach(run_id, cursor)
+            if feed is not None and feed.covers(cursor):
+                async for chunk in read(feed, cursor):
+                    yield chunk
+                return
+            upto = feed.first_seq - 1 if feed is not None else None
+            rows = await db_call(log_read, run_id=run_id, after=cursor, upto=upto, limit=REPLAY_PAGE)
+            if rows:
+                yield b"".join(frame(seq, data.encode()) for seq, data, _ in rows)
+                cursor = rows[-1][0]
+                if rows[-1][2]:
+                    return  # the run's last event
+                if len(rows) == REPLAY_PAGE:
+                    continue
+            if feed is None:
+                if connection.vendor != "postgresql":
+                    return  # one process: the run does not stream here, so the log holds all there is
+                # Caught up with the log: follow the run from here through this process's mirror.
+                feed = mirror = follower.attach(run_id, cursor)
+            elif not rows:
+                if feed.ended:
+                    return
+                # What lies between cursor and the feed is not in the log yet: wait for the run.
+                await feed.changed()
+    finally:
+        if mirror is not None:
+            follower.detach(run_id, mirror)

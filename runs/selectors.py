@@ -1,0 +1,39 @@
+"""Reads of runs for the API (HackSoft style: `<entity>_<action>`, keyword-only). Synchronous;
+async views call them through db_call."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from runs.event_log import replay_ended, run_orphaned
+from runs.models import Run, RunEvent
+from tambo_project.auth import Principal
+from tambo_project.problems import Problem
+
+
+@dataclass
+class ReplayFacts:
+    run_id: str
+    final_seq: int | None  # the id of the run's last event, once it is in the event log
+    orphaned: bool  # the run ended long enough ago that a missing final event will never come
+
+
+def run_replay_get(*, principal: Principal, thread_id: str, run_id: str, user_key_raw: object) -> ReplayFacts:
+    """The run `run_id` of the requester's thread `thread_id`, for reading its events (spec section 12).
+
+    404 RUN_NOT_FOUND for an unknown run, another user's or project's, and a run that ended more
+    than RUN_REPLAY_SECONDS ago (its events are gone, or about to be).
+    """
+    user_key = principal.user_key(user_key_raw)
+    run = (Run.objects.filter(id=run_id, thread_id=thread_id, thread__project=principal.project,
+                              thread__user_key=user_key)
+           .only("id", "status", "finished_at").first())
+    if run is None or replay_ended(run):
+        raise Problem(404, "RUN_NOT_FOUND", f"Run {run_id} was not found.")
+    final_seq = None
+    if run.finished_at is not None:
+        final_seq = RunEvent.objects.filter(run_id=run_id, final=True).values_list("seq", flat=True).first()
+    orphaned = final_seq is None and run_orphaned(run)
+    if orphaned and not RunEvent.objects.filter(run_id=run_id).exists():
+        # It ended long ago with nothing logged (an AG-UI run, or one from before the log existed).
+        raise Problem(404, "RUN_NOT_FOUND", f"Run {run_id} has no events to replay.")
+    return ReplayFacts(run_id=run_id, final_seq=final_seq, orphaned=orphaned)
