@@ -174,7 +174,9 @@ async def read(feed: Feed, cursor: int) -> AsyncIterator[bytes]:
         if state == LAGGED:
             yield lagged_frame(cursor)
             return
-        await feed.changed()
+        if not chunk:
+            # Only when nothing was there: a yield may have waited on the client while the run went on.
+            await feed.changed()
 
 
 class Flusher:

@@ -1,0 +1,156 @@
+"""Resumable runs' limits (spec section 12): the replay window closes (404, rows removed) and a reader
+that falls behind what memory holds is cut with `tambo.stream.lagged`, from which it resumes.
+
+Servers of their own: one with a 1-second replay window, one with a 20 KB per-run event buffer.
+"""
+from __future__ import annotations
+
+import json
+import socket
+import time
+
+import pytest
+
+from tests.conftest import Api, wait_for_idle_threads
+from tests.support.live import LiveServer
+from tests.support.problems import assert_problem
+from tests.support.sse import read_frames
+
+pytestmark = pytest.mark.both_dbs
+
+BUFFER_BYTES = 20_000
+BIG = "0123456789abcdefghi " * 200_000  # 4 MB
+
+
+@pytest.fixture(scope="module")
+def short_replay_server(django_db_setup, django_db_blocker):
+    server = LiveServer("resume-replay", {"RUN_REPLAY_SECONDS": "1"})
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def small_buffer_server(django_db_setup, django_db_blocker):
+    # The offline model echoes a 4 MB message at full speed: more than the kernel's socket buffers
+    # (about 3 MB on loopback) hold for a client that reads nothing.
+    server = LiveServer("resume-buffer", {"RUN_EVENTS_BUFFER_BYTES": str(BUFFER_BYTES), "OFFLINE_MODEL_DELAY": "0",
+                                          "MAX_REQUEST_BYTES": str(8_000_000)})
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def short_replay(short_replay_server, api_key):
+    yield Api(short_replay_server.url, api_key)
+    wait_for_idle_threads()
+
+
+@pytest.fixture
+def small_buffer(small_buffer_server, api_key):
+    yield Api(small_buffer_server.url, api_key)
+    wait_for_idle_threads()
+
+
+def body(text: str, **extra) -> dict:
+    return {"userKey": "alice", "message": {"role": "user", "content": [{"type": "text", "text": text}]}, **extra}
+
+
+def get_events(api: Api, thread_id: str, run_id: str, **headers):
+    return api.session.get(f"{api.base_url}/v1/threads/{thread_id}/runs/{run_id}/events",
+                           params={"userKey": "alice"}, headers=headers, stream=True, timeout=30)
+
+
+def event_rows(run_id: str) -> int:
+    from runs.models import RunEvent
+
+    return RunEvent.objects.filter(run_id=run_id).count()
+
+
+def test_after_the_replay_window_the_run_is_not_found_and_its_events_are_gone(short_replay):
+    api = short_replay
+    response = api.post("/v1/threads/runs", body("hello"), stream=True)
+    frames = read_frames(response)
+    thread_id, run_id = response.headers["X-Thread-Id"], response.headers["X-Run-Id"]
+    deadline = time.monotonic() + 30
+    while event_rows(run_id) or get_events(api, thread_id, run_id).status_code != 404:
+        assert time.monotonic() < deadline, "the replay window never closed"
+        time.sleep(0.1)
+    assert frames and event_rows(run_id) == 0
+    assert_problem(get_events(api, thread_id, run_id), 404, "RUN_NOT_FOUND")
+
+
+def _stalled_post(url: str, key: str, payload: dict) -> socket.socket:
+    """Sends a run request on a socket with a tiny receive buffer and reads nothing yet."""
+    host, port = url.removeprefix("http://").split(":")
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect((host, int(port)))
+    data = json.dumps(payload).encode()
+    sock.sendall(b"POST /v1/threads/runs HTTP/1.1\r\nHost: %b\r\nx-api-key: %b\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: %d\r\nConnection: close\r\n\r\n%b" % (host.encode(), key.encode(), len(data), data))
+    return sock
+
+
+def _read_all(sock: socket.socket) -> bytes:
+    chunks = []
+    while chunk := sock.recv(65536):
+        chunks.append(chunk)
+    sock.close()
+    return b"".join(chunks)
+
+
+def _frames(raw: bytes) -> tuple[dict[str, str], list[tuple[int | None, dict]]]:
+    head, _, rest = raw.partition(b"\r\n\r\n")
+    headers = {k.lower(): v for k, v in (line.split(": ", 1) for line in head.decode().split("\r\n")[1:])}
+    text = _unchunk(rest) if headers.get("transfer-encoding") == "chunked" else rest
+    frames = []
+    for block in text.split(b"\n\n"):
+        ids = [line[3:].strip() for line in block.split(b"\n") if line.startswith(b"id:")]
+        data = [line[5:].strip() for line in block.split(b"\n") if line.startswith(b"data:")]
+        if data:
+            frames.append((int(ids[0]) if ids else None, json.loads(data[0])))
+    return headers, frames
+
+
+def _unchunk(body: bytes) -> bytes:
+    out = []
+    while body:
+        size_line, _, body = body.partition(b"\r\n")
+        size = int(size_line, 16)
+        if size == 0:
+            break
+        out.append(body[:size])
+        body = body[size + 2:]
+    return b"".join(out)
+
+
+def test_a_reader_that_falls_behind_is_cut_and_resumes_from_the_last_id_it_got(small_buffer):
+    from runs.models import Run
+
+    api = small_buffer
+    sock = _stalled_post(api.base_url, api.session.headers["x-api-key"],
+                         body(BIG, onDisconnect="continue"))
+    # It reads nothing until the run has ended: far more than the buffer was produced meanwhile.
+    deadline = time.monotonic() + 60
+    while not Run.objects.exists() or Run.objects.filter(finished_at__isnull=True).exists():
+        assert time.monotonic() < deadline, "the run never ended"
+        time.sleep(0.1)
+    headers, got = _frames(_read_all(sock))
+    thread_id, run_id = headers["x-thread-id"], headers["x-run-id"]
+
+    lagged = got[-1]
+    assert lagged[0] is None and lagged[1]["type"] == "CUSTOM" and lagged[1]["name"] == "tambo.stream.lagged"
+    last = lagged[1]["value"]["lastEventId"]
+    kept = got[:-1]
+    assert [seq for seq, _ in kept] == list(range(1, last + 1))
+
+    rest = get_events(api, thread_id, run_id, **{"Last-Event-ID": str(last)})
+    assert rest.status_code == 200, rest.text
+    rest = read_frames(rest)
+    whole = get_events(api, thread_id, run_id)
+    assert whole.status_code == 200, whole.text
+    whole = read_frames(whole)
+    assert kept + rest == whole
+    assert whole[-1][1]["type"] == "RUN_FINISHED"
+    text = "".join(e["delta"] for _, e in whole if e["type"] == "TEXT_MESSAGE_CONTENT")
+    assert BIG in text

@@ -1,0 +1,166 @@
+"""Resumable runs across processes (spec section 12): two uvicorn processes on one PostgreSQL.
+
+A throwaway cluster logging every statement (tests/support/pg_cluster.py), so that the event log's
+statements can be counted: they must not grow with the number of events or readers.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import requests
+
+from tests.conftest import Api, require_part
+from tests.support.live import LiveServer
+from tests.support.pg_cluster import PgCluster, pg_bin
+from tests.support.sse import iter_frames, read_frames
+
+LONG = "Tell me everything about it. " * 25  # ~65 deltas, 10 ms apart
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    require_part(pg_bin() is not None, "PostgreSQL 15 server binaries (apt-get install postgresql-15)")
+    cluster = PgCluster(options="-c log_statement=all -c log_min_messages=log")
+    try:
+        yield cluster, cluster.migrate_and_key()
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def servers(cluster):
+    pg, _ = cluster
+    env = {"DATABASE_URL": pg.url, "OFFLINE_MODEL_DELAY": "0.01", "DB_POOL_SIZE": "4"}
+    a, b = LiveServer("resume-a", env), LiveServer("resume-b", env)
+    yield a, b
+    a.stop()
+    b.stop()
+
+
+@pytest.fixture
+def apis(cluster, servers) -> tuple[Api, Api]:
+    _, key = cluster
+    a, b = servers
+    return Api(a.url, key), Api(b.url, key)
+
+
+def body(text: str, **extra) -> dict:
+    return {"userKey": "alice", "message": {"role": "user", "content": [{"type": "text", "text": text}]}, **extra}
+
+
+def events(api: Api, thread_id: str, run_id: str, after: int | None = None) -> requests.Response:
+    headers = {"Last-Event-ID": str(after)} if after is not None else {}
+    response = api.session.get(f"{api.base_url}/v1/threads/{thread_id}/runs/{run_id}/events",
+                               params={"userKey": "alice"}, headers=headers, stream=True, timeout=60)
+    assert response.status_code == 200, response.text
+    return response
+
+
+def test_a_run_left_on_one_process_is_rejoined_through_the_other_without_gap_or_duplicate(apis):
+    a, b = apis
+    started = a.post("/v1/threads/runs", body(LONG, onDisconnect="continue"), stream=True)
+    assert started.status_code == 200, started.text
+    thread_id, run_id = started.headers["X-Thread-Id"], started.headers["X-Run-Id"]
+    stayed = events(a, thread_id, run_id)  # a reader that stays connected to the end
+    own = iter_frames(started)
+    got = [next(own) for _ in range(4)]
+    started.close()  # the client goes away mid-run
+
+    rest = read_frames(events(b, thread_id, run_id, after=got[-1][0]))
+
+    assert got + rest == read_frames(stayed)
+    assert [seq for seq, _ in got + rest] == list(range(1, len(got) + len(rest) + 1))
+    assert rest[-1][1]["type"] == "RUN_FINISHED"
+    thread = b.get(f"/v1/threads/{thread_id}").json()
+    assert thread["runStatus"] == "idle" and thread["lastCompletedRunId"] == run_id
+    assert not thread.get("lastRunCancelled")
+    # Replayed after the end, from either process, the run is the same.
+    assert read_frames(events(b, thread_id, run_id)) == got + rest
+    assert read_frames(events(a, thread_id, run_id, after=2)) == (got + rest)[2:]
+
+
+def test_fifty_readers_on_two_processes_receive_identical_events(apis):
+    a, b = apis
+    started = a.post("/v1/threads/runs", body(LONG, onDisconnect="continue"), stream=True)
+    assert started.status_code == 200, started.text
+    thread_id, run_id = started.headers["X-Thread-Id"], started.headers["X-Run-Id"]
+    with ThreadPoolExecutor(50) as pool:
+        readers = [pool.submit(lambda api=api: read_frames(events(api, thread_id, run_id)))
+                   for api in [a, b] * 25]
+        own = read_frames(started)
+        results = [reader.result() for reader in readers]
+    assert own[-1][1]["type"] == "RUN_FINISHED"
+    for result in results:
+        assert result == own
+
+
+def test_a_future_last_event_id_is_refused_on_the_other_process_once_the_run_ended(apis):
+    a, b = apis
+    started = a.post("/v1/threads/runs", body("hello"), stream=True)
+    frames = read_frames(started)
+    thread_id, run_id = started.headers["X-Thread-Id"], started.headers["X-Run-Id"]
+    # Read through B to the end: the run's last event is in the log now, so B knows its id.
+    assert read_frames(events(b, thread_id, run_id)) == frames
+    response = b.session.get(f"{b.base_url}/v1/threads/{thread_id}/runs/{run_id}/events",
+                             params={"userKey": "alice"}, headers={"Last-Event-ID": str(frames[-1][0] + 1)},
+                             timeout=30)
+    assert response.status_code == 400 and response.json()["lastEventId"] == frames[-1][0]
+
+
+def _event_log_statements(pg: PgCluster, offset: int) -> dict[str, int]:
+    """The statements on the event log in the server log after `offset`, by kind."""
+    with open(pg.dir + "/log", "rb") as log:
+        log.seek(offset)
+        text = log.read().decode(errors="replace")
+    # A statement spanning lines continues on lines that start with a tab.
+    entries = text.replace("\n\t", " ").splitlines()
+    counts = {"write": 0, "poll": 0, "read": 0, "cleanup": 0}
+    for entry in entries:
+        if "runs_runevent" not in entry or ("statement: " not in entry and "execute " not in entry):
+            continue
+        if "INSERT INTO runs_runevent" in entry:
+            counts["write"] += 1
+        elif "DELETE FROM" in entry:
+            counts["cleanup"] += 1
+        elif "unnest(" in entry:
+            counts["poll"] += 1
+        else:
+            counts["read"] += 1
+    return counts
+
+
+def test_event_log_statements_do_not_grow_with_events_or_readers(cluster, apis):
+    pg, _ = cluster
+    a, b = apis
+    runs, readers_per_run = 8, 3
+    offset = pg.log_size()
+
+    def one_run() -> tuple[list, list[list]]:
+        session = requests.Session()
+        session.headers["x-api-key"] = a.session.headers["x-api-key"]
+        started = session.post(a.base_url + "/v1/threads/runs", json=body("Count with me. " * 200,
+                                                                         onDisconnect="continue"),
+                               stream=True, timeout=60)
+        thread_id, run_id = started.headers["X-Thread-Id"], started.headers["X-Run-Id"]
+        with ThreadPoolExecutor(readers_per_run) as pool:
+            readers = [pool.submit(lambda: read_frames(events(b, thread_id, run_id))) for _ in range(readers_per_run)]
+            return read_frames(started), [r.result() for r in readers]
+
+    with ThreadPoolExecutor(runs) as pool:
+        results = [f.result() for f in [pool.submit(one_run) for _ in range(runs)]]
+    for own, read in results:
+        assert own[-1][1]["type"] == "RUN_FINISHED"
+        assert all(r == own for r in read)
+    counts = _event_log_statements(pg, offset)
+    produced = sum(len(own) for own, _ in results)
+    delivered = produced * (1 + readers_per_run)
+    print("event log statements", counts, "events", produced, "delivered", delivered)
+    # Thousands of events from concurrent runs: the process writes them all in one statement per
+    # flush (not per event, nor per run), the other process reads them in one poll per wake-up (not
+    # per reader), and each reader reads the log at most twice, to join (its replay, and the run's
+    # last id when the run has ended).
+    assert counts["write"] < produced / 5, counts
+    assert counts["poll"] <= counts["write"] + 40, counts
+    assert counts["read"] <= 2 * runs * readers_per_run, counts
+    assert sum(counts.values()) < delivered / 10, (counts, delivered)
