@@ -29,7 +29,7 @@ from gateway.ratelimit import rate_limit_hit
 from gateway.translate import parse_chat_request
 from providers import get_provider
 from providers.base import Delta, ModelError, StepEnd
-from tambo_project.auth import Principal, aresolve_principal
+from projects.auth import Principal, aresolve_principal
 
 log = logging.getLogger(__name__)
 

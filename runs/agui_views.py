@@ -18,7 +18,7 @@ from core.validation import parse_body
 from runs.agui import agui_events
 from runs.agui_services import agui_run_start
 from runs.views import run_start_shielded, stream_run
-from tambo_project.auth import aresolve_principal
+from projects.auth import aresolve_principal
 
 
 @csrf_exempt

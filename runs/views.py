@@ -25,7 +25,7 @@ from runs.control import RunControl, watcher
 from runs.guard import encode_into
 from runs.loop import advance
 from runs.sse import join_encoded
-from tambo_project.auth import aresolve_principal
+from projects.auth import aresolve_principal
 
 log = logging.getLogger(__name__)
 _END = object()

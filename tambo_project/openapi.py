@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import model_json_schema
 
 from clientsdk import types as wire
-from tambo_project.openapi_oauth import BEARER_SCHEME, add_token_exchange
+from projects.openapi import BEARER_SCHEME, add_token_exchange
 
 SECURITY_SCHEME = "ApiKeyAuth"
 # An operation takes the API key, or a bearer access token (spec section 10); the SDKs send both.
@@ -35,7 +35,7 @@ SECURITY_DEFINITION = {
 
 
 class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
-    target_class = "tambo_project.auth.ApiKeyAuthentication"
+    target_class = "projects.auth.ApiKeyAuthentication"
     name = SECURITY_SCHEME
 
     def get_security_definition(self, auto_schema):

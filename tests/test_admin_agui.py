@@ -3,7 +3,8 @@ import pytest
 from django.urls import reverse
 
 from threads import services
-from threads.models import Project, Thread
+from projects.models import Project
+from threads.models import Thread
 from tests.support.admin import admin_url
 
 pytestmark = pytest.mark.django_db

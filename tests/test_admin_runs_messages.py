@@ -9,7 +9,8 @@ from django.utils import timezone
 from runs.models import Run
 from tests.support.run_requests import run
 from threads import services
-from threads.models import Message, Project, Thread
+from projects.models import Project
+from threads.models import Message, Thread
 from tests.support.admin import admin_url
 
 pytestmark = pytest.mark.django_db

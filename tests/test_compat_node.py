@@ -13,7 +13,7 @@ import pytest
 
 from tests.support import node
 from tests.support.node import USER_KEY
-from threads.models import ApiKey
+from projects.models import ApiKey
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -62,7 +62,7 @@ def project_tools(row: Any) -> ProjectTools:
 
 def project_tools_of(project: Any) -> ProjectTools:
     """The project's tools, one statement."""
-    from threads.models import Project
+    from projects.models import Project
 
     return project_tools(Project.objects.filter(pk=project.pk).annotate(**tool_annotations("pk")).get())
 

@@ -8,7 +8,8 @@ from core.problems import Problem, validation_error
 from providers.base import ModelRequest, ModelTask
 from providers.offline_tasks import cut_at_word
 from runs.assist.model import model_complete, transcript
-from threads.models import Message, Project, Thread
+from projects.models import Project
+from threads.models import Message, Thread
 from threads.selectors import thread_get
 
 NAME_MAX = 60

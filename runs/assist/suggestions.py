@@ -19,7 +19,8 @@ from core.problems import Problem
 from providers.base import ModelRequest, ModelTask
 from runs.assist.model import message_text, model_complete, transcript
 from threads.cursors import keyset_page
-from threads.models import Message, Project, Suggestion
+from projects.models import Project
+from threads.models import Message, Suggestion
 from threads.selectors import thread_get
 
 log = logging.getLogger(__name__)

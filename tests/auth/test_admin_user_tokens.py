@@ -2,7 +2,7 @@
 import pytest
 
 from tests.support.user_tokens import HS256_SECRET, public_pem, rsa_key
-from threads.models import Project
+from projects.models import Project
 from tests.support.admin import admin_url
 
 pytestmark = pytest.mark.django_db

@@ -14,7 +14,7 @@ from tests.support.live import free_port
 from tests.support.user_tokens import (
     ACCESS_TOKEN_TYPE, TOKEN_EXCHANGE, JwksServer, configure_jwks, exchange, rsa_key, sign_rs256, user_claims,
 )
-from threads.models import ApiKey
+from projects.models import ApiKey
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -10,7 +10,7 @@ from runs import services
 from runs.control import RunControl
 from runs.loop import advance
 from providers.offline import OfflineProvider
-from tambo_project.auth import Principal
+from projects.auth import Principal
 from threads.models import Thread
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_dbs]

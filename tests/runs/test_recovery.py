@@ -16,7 +16,8 @@ from runs.lock import lock_request_cancel, lock_take
 from runs.models import Run
 from runs.recovery import checkpoint_write, expired_sweep
 from threads import services
-from threads.models import Message, Project, RunStatus, Thread
+from projects.models import Project
+from threads.models import Message, RunStatus, Thread
 from threads.presenters import thread_to_wire
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_dbs]

@@ -19,7 +19,8 @@ from django.test import AsyncClient, Client
 from runs import services
 from runs.control import RunControl, Watcher
 from threads import services as thread_services
-from threads.models import ApiKey, RunStatus, Thread
+from projects.models import ApiKey
+from threads.models import RunStatus, Thread
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_dbs]
 

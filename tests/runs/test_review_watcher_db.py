@@ -9,7 +9,7 @@ from runs.control import _renew_and_poll
 from runs.lock import lock_request_cancel, lock_take
 from runs.models import Run
 from threads import services
-from threads.models import Project
+from projects.models import Project
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

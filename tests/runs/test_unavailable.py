@@ -19,7 +19,8 @@ from runs import services
 from threads import selectors
 from threads import services as thread_services
 from runs.models import Run
-from threads.models import ApiKey, RunStatus, Thread
+from projects.models import ApiKey
+from threads.models import RunStatus, Thread
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_dbs]
 

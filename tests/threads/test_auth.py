@@ -4,7 +4,7 @@ import requests
 
 from tests.support.problems import assert_problem
 from threads import services
-from threads.models import ApiKey
+from projects.models import ApiKey
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -7,7 +7,7 @@ import pytest
 
 from tests.conftest import Api
 from tests.support.live import ROOT, database_url
-from threads.models import ApiKey, Project
+from projects.models import ApiKey, Project
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -4,7 +4,8 @@ import pytest
 from runs.lock import lock_take
 from tests.support.problems import assert_problem
 from threads import services
-from threads.models import Message, Project
+from projects.models import Project
+from threads.models import Message
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

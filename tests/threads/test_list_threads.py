@@ -7,7 +7,8 @@ from django.utils import timezone
 
 from tests.support.problems import assert_problem
 from threads import services
-from threads.models import Project, Thread
+from projects.models import Project
+from threads.models import Thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

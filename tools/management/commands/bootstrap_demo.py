@@ -5,7 +5,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
-from threads.models import ApiKey, Project
+from projects.models import ApiKey, Project
 from tools.models import ProjectTool
 from tools.registry import builtin_names
 
