@@ -3,14 +3,14 @@ import re
 
 import pytest
 
+from projects.auth import principal_for_key
+from projects.models import ApiKey, Project
 from runs.lock import lock_take
 from runs.models import Run
-from projects.auth import principal_for_key
+from tests.support.admin import admin_url
 from threads import services
-from projects.models import ApiKey, Project
 from threads.models import Message, Thread
 from tools.models import McpServer, ProjectTool
-from tests.support.admin import admin_url
 
 pytestmark = pytest.mark.django_db
 

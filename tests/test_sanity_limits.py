@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from clientsdk import types as wire
-from runs.models import Run
-from projects.auth import Principal
 from core.problems import Problem
 from core.sanity import MAX_JSON_DEPTH, MAX_SAFE_INTEGER, InputError, loads
+from projects.auth import Principal
 from projects.models import Project
+from runs.models import Run
 from threads.models import Message, Thread
 
 # A run of 16 digits sends a body down the exact (standard library) path instead of orjson's.

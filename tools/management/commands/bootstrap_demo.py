@@ -1,4 +1,8 @@
-"""First-start set-up for the serve command: a demo project, API key, user and built-in tools."""
+"""First-start set-up for the serve command: a demo project, API key, user and built-in tools.
+
+It lives in tools, not projects, because it switches on the built-in tools: tools builds on projects,
+so this is the lowest app that may import both.
+"""
 import secrets
 
 from django.conf import settings
