@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-import tarfile
 import uuid
 from pathlib import Path
 from typing import Iterator
@@ -75,13 +74,11 @@ print(json.dumps({
 @pytest.fixture(scope="module")
 def previous_code(tmp_path_factory) -> Path:
     """The tree of PREVIOUS_LAYOUT, extracted from git."""
-    folder = tmp_path_factory.mktemp("previous-layout")
-    archive = folder / "tree.tar"
-    with open(archive, "wb") as out:
-        subprocess.run(["git", "archive", "--format=tar", PREVIOUS_LAYOUT], cwd=ROOT, stdout=out, check=True)
-    with tarfile.open(archive) as tar:
-        tar.extractall(folder / "tree", filter="data")
-    return folder / "tree"
+    tree = tmp_path_factory.mktemp("previous-layout")
+    archive = subprocess.run(["git", "archive", "--format=tar", PREVIOUS_LAYOUT], cwd=ROOT, capture_output=True,
+                             check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    return tree
 
 
 @pytest.fixture
