@@ -2,16 +2,16 @@
 (spec section 12), from whichever process; the frames are the run's own stream's, ids included."""
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_http_methods
 
+from core.db import db_call
+from core.problems import Problem, response_for, validation_error
+from core.sse import sse_response
+from projects.auth import aresolve_principal
 from runs import selectors
 from runs.feeds import flusher
 from runs.follow import events_follow
-from runs.sse import SSE_HEADERS
-from tambo_project.auth import aresolve_principal
-from tambo_project.db import db_call
-from tambo_project.problems import Problem, response_for, validation_error
 
 MAX_SEQ = 2**31 - 1  # the log's column is a 32-bit integer
 
@@ -26,9 +26,7 @@ async def run_events(request: HttpRequest, thread_id: str, run_id: str) -> HttpR
         _check_not_future(facts, after)
     except Problem as problem:
         return response_for(problem, request.path)
-    response = StreamingHttpResponse(events_follow(run_id, after), content_type="text/event-stream")
-    for header, value in SSE_HEADERS.items():
-        response[header] = value
+    response = sse_response(events_follow(run_id, after))
     response["X-Run-Id"] = run_id
     return response
 

@@ -29,8 +29,8 @@ from ag_ui.core import BaseEvent, CustomEvent, RunErrorEvent, RunFinishedEvent
 from django.conf import settings
 from django.db import connection
 
+from core.db import db_call
 from runs.sse import encode_event, merge_encoded
-from tambo_project.db import db_call
 
 log = logging.getLogger(__name__)
 

@@ -21,9 +21,9 @@ from django.conf import settings
 
 from django.db import connection
 
+from core.db import db_call
 from runs.event_log import CHANNEL, log_poll, log_read
 from runs.feeds import Feed, flusher, frame, read
-from tambo_project.db import db_call
 
 log = logging.getLogger(__name__)
 

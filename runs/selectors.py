@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.problems import Problem
+from projects.auth import Principal
 from runs.event_log import replay_ended, run_orphaned
 from runs.models import Run, RunEvent
-from tambo_project.auth import Principal
-from tambo_project.problems import Problem
 
 
 @dataclass

@@ -15,18 +15,18 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
 from clientsdk import types as wire
+from core.db import db_call
+from core.input_guard import request_json
+from core.problems import Problem, response_for
+from core.sse import sse_response
+from core.validation import parse_body
+from projects.auth import aresolve_principal
+from providers import get_provider
 from runs import services
 from runs.control import RunControl, watcher
-from runs.loop import advance
-from runs.providers import get_provider
 from runs.feeds import Feed, flusher, read
 from runs.guard import encode_into
-from runs.sse import SSE_HEADERS
-from tambo_project.auth import aresolve_principal
-from tambo_project.db import db_call
-from tambo_project.input_guard import request_json
-from tambo_project.problems import Problem, response_for
-from tambo_project.validation import parse_body
+from runs.loop import advance
 
 log = logging.getLogger(__name__)
 
@@ -73,10 +73,7 @@ def stream_run(started: services.StartedRun, adapt=None) -> StreamingHttpRespons
     reading = asyncio.Event()
     events = advance(started, control, get_provider())
     producer = _launch(_produce(adapt(events) if adapt else events, feed, control, reading, keep_going))
-    response = StreamingHttpResponse(_write(feed, producer, control, reading, keep_going),
-                                     content_type="text/event-stream")
-    for header, value in SSE_HEADERS.items():
-        response[header] = value
+    response = sse_response(_write(feed, producer, control, reading, keep_going))
     response["X-Run-Id"] = started.run.id
     return response
 

@@ -70,14 +70,14 @@ def _threads_running_server_runs() -> list[tuple[str, str]]:
 
 @pytest.fixture
 def project(transactional_db):
-    from threads.models import Project
+    from projects.models import Project
 
     return Project.objects.create(name="test-project")
 
 
 @pytest.fixture
 def api_key(project) -> str:
-    from threads.models import ApiKey
+    from projects.models import ApiKey
 
     _, raw = ApiKey.generate(project, "tests")
     return raw
@@ -85,7 +85,7 @@ def api_key(project) -> str:
 
 @pytest.fixture
 def other_project_key(transactional_db) -> str:
-    from threads.models import ApiKey, Project
+    from projects.models import ApiKey, Project
 
     other = Project.objects.create(name="other-project")
     _, raw = ApiKey.generate(other, "other")
@@ -117,6 +117,20 @@ class Api:
     def delete(self, path: str, **params) -> requests.Response:
         params.setdefault("userKey", self.user_key)
         return self.session.delete(self.base_url + path, params=params, timeout=30)
+
+    def thread(self, thread_id: str) -> dict:
+        """GET /v1/threads/{id}, which must succeed."""
+        response = self.get(f"/v1/threads/{thread_id}")
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def block(self, thread_id: str, type_: str, **match: str) -> dict:
+        """The first stored content block of `type_` on the thread whose fields equal `match`."""
+        for message in self.thread(thread_id)["messages"]:
+            for block in message["content"]:
+                if block["type"] == type_ and all(block.get(k) == v for k, v in match.items()):
+                    return block
+        raise AssertionError(f"no {type_} block {match} on thread {thread_id}")
 
 
 @pytest.fixture

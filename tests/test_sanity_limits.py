@@ -1,15 +1,16 @@
-"""The limits of tambo_project.sanity at their edges, on both of its parsing paths, and the string
+"""The limits of core.sanity at their edges, on both of its parsing paths, and the string
 limits of the wire models against the columns that store those strings."""
 from __future__ import annotations
 
 import pytest
 
 from clientsdk import types as wire
+from core.problems import Problem
+from core.sanity import MAX_JSON_DEPTH, MAX_SAFE_INTEGER, InputError, loads
+from projects.auth import Principal
+from projects.models import Project
 from runs.models import Run
-from tambo_project.auth import Principal
-from tambo_project.problems import Problem
-from tambo_project.sanity import MAX_JSON_DEPTH, MAX_SAFE_INTEGER, InputError, loads
-from threads.models import Message, Project, Thread
+from threads.models import Message, Thread
 
 # A run of 16 digits sends a body down the exact (standard library) path instead of orjson's.
 EXACT_PATH_PADDING = ', "pad": "1234567890123456"'

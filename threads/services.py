@@ -7,8 +7,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from clientsdk import types as wire
-from tambo_project.problems import Problem
-from threads.models import Message, Project, Thread
+from core.problems import Problem
+from projects.models import Project
+from threads.models import Message, Thread
 
 
 def thread_create(

@@ -13,7 +13,7 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.test import AsyncClient
 
-from runs.providers import reset_providers
+from providers import reset_providers
 from tests.runs.conftest import WEATHER_TOOL, tool_result
 from tests.support.statements import counting_statements
 
@@ -26,7 +26,7 @@ PLAIN_RUN_BUDGET = 10
 def fast_offline(settings, api_key):
     from django.utils import timezone
 
-    from threads.models import ApiKey
+    from projects.models import ApiKey
 
     # A key's last use is stamped at most once a minute: not part of a run's cost.
     ApiKey.objects.update(last_used_at=timezone.now())

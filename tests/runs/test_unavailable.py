@@ -15,11 +15,12 @@ from asgiref.sync import sync_to_async
 from django.db import InterfaceError, OperationalError, connections
 from django.test import AsyncClient, Client
 
+from projects.models import ApiKey
 from runs import services
+from runs.models import Run
 from threads import selectors
 from threads import services as thread_services
-from runs.models import Run
-from threads.models import ApiKey, RunStatus, Thread
+from threads.models import RunStatus, Thread
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_dbs]
 
@@ -97,7 +98,7 @@ def test_a_run_whose_start_fails_inside_the_lock_transaction_leaves_the_thread_a
 
 
 def test_a_database_error_in_the_gateway_answers_503_in_openai_shape(key, monkeypatch):
-    from runs.gateway import views as gateway_views
+    from gateway import views as gateway_views
 
     async def unavailable(request):
         raise OperationalError("the server closed the connection")

@@ -1,0 +1,87 @@
+"""The run path's database calls: a small bounded set of worker threads (spec section 8).
+
+Under Django's ASGI handler, `sync_to_async` runs a request's database work on a thread of its
+own that keeps its connection until the response ends; a streaming run would then hold a
+connection (and a thread) for as long as it streams. `db_call` instead runs a synchronous function
+on one of `DB_THREADS` shared worker threads and gives the connection back as soon as it returns:
+
+- on PostgreSQL with the pool on (`DB_POOL_SIZE` > 0), the connection goes back to the psycopg
+  pool, so the process never holds more than `DB_POOL_SIZE` connections;
+- otherwise (SQLite, or PostgreSQL behind PgBouncer with the pool off) each worker keeps its one
+  connection, so the process holds at most `DB_THREADS` of them on the run path.
+
+A database that is down, refuses connections or has no connection left in the pool within
+`DB_POOL_TIMEOUT` raises `DatabaseUnavailable`: a Problem answered 503 with `Retry-After`.
+Nothing here is held while a run waits on the model: a call takes a thread only while it runs.
+"""
+from __future__ import annotations
+
+import asyncio
+import functools
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, TypeVar
+
+from django.conf import settings
+from django.db import InterfaceError, OperationalError, connections
+
+from core.problems import DatabaseUnavailable
+
+T = TypeVar("T")
+
+_executor: ThreadPoolExecutor | None = None
+_executor_lock = threading.Lock()
+
+
+def executor() -> ThreadPoolExecutor:
+    """The process's database worker threads (created on first use, `DB_THREADS` of them)."""
+    global _executor
+    if _executor is None:
+        with _executor_lock:
+            if _executor is None:
+                _executor = ThreadPoolExecutor(max_workers=settings.DB_THREADS, thread_name_prefix="tambo-db")
+    return _executor
+
+
+async def db_call(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """Runs `fn(*args, **kwargs)` on a database worker thread and returns its result.
+
+    The connection is returned (to the pool, or kept by the worker where there is no pool) before
+    the result is handed back. Raises DatabaseUnavailable for connection-level failures, and
+    whatever else `fn` raises. Cancelling the awaiting task does not stop `fn` once it started.
+    """
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(executor(), functools.partial(_in_worker, fn, args, kwargs))
+
+
+def run_sync(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """`fn` with the same connection handling and error mapping as `db_call`, in the calling thread
+    (tests and synchronous callers that want the same contract)."""
+    return _in_worker(fn, args, kwargs)
+
+
+def _in_worker(fn: Callable[..., T], args: tuple, kwargs: dict) -> T:
+    try:
+        return fn(*args, **kwargs)
+    except (OperationalError, InterfaceError) as exc:
+        # Connection refused or lost, pool exhausted (psycopg_pool.PoolTimeout), SQLite's "database
+        # is locked": all say "not now", none is the caller's fault or a bug.
+        raise DatabaseUnavailable() from exc
+    finally:
+        release_connections()
+
+
+def release_connections() -> None:
+    """Gives this thread's connections back: to the pool when pooled; otherwise keeps a usable
+    connection for the thread's next call and closes a broken one."""
+    for conn in connections.all(initialized_only=True):
+        if conn.connection is None:
+            continue
+        if conn.in_atomic_block:
+            continue  # a caller's transaction is still open (never the case for db_call's own calls)
+        if getattr(conn, "pool", None) is not None:
+            conn.close()
+        elif conn.errors_occurred and not conn.is_usable():
+            conn.close()
+        else:
+            conn.errors_occurred = False

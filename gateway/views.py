@@ -1,0 +1,174 @@
+"""`POST /api/chat/completions`: the OpenAI-compatible gateway (spec chat-completions.md section 1).
+
+The view authenticates (project API key as `x-api-key` or `Authorization: Bearer`, or a browser
+session with CSRF), counts the request against the key's rate limit, checks and translates the
+body, routes it through the model allow-list and streams the provider's deltas back as chunks.
+The first delta is awaited before any byte is sent, so a vendor that fails at once gives the
+caller a plain HTTP error; a failure after that ends the stream with one error event. No thread is
+kept: the caller sends the whole conversation each time.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, AsyncIterator
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from core.input_guard import request_json
+from core.problems import Problem, is_database_unavailable, unavailable
+from core.sanity import InputError
+from core.sse import sse_response
+from gateway.chunks import DONE, ChunkEncoder, CompletionBuilder, sse_line
+from gateway.errors import (RATE_LIMIT, SERVER_ERROR, GatewayError, from_model_error, openai_error_body,
+                            openai_error_response, stream_error_body)
+from gateway.models import model_get, model_list, model_resolve
+from gateway.ratelimit import rate_limit_hit
+from gateway.translate import parse_chat_request
+from projects.auth import Principal, aresolve_principal
+from providers import get_provider
+from providers.base import Delta, ModelError, StepEnd
+
+log = logging.getLogger(__name__)
+
+MSG_INTERNAL = "The server failed while answering."
+MSG_NO_ANSWER = "The model provider ended its answer without any content."
+
+
+@csrf_exempt  # key callers have no CSRF token; session callers are checked in aresolve_principal
+async def chat_completions(request: HttpRequest) -> HttpResponse:
+    if request.method != "POST":
+        response = openai_error_response(405, "Only POST is allowed here.", "invalid_request_error",
+                                         "method_not_allowed")
+        response["Allow"] = "POST"
+        return response
+    try:
+        principal = await _principal(request)
+        wait = await rate_limit_hit(bucket=principal.rate_limit_key, limit=settings.GATEWAY_RATE_LIMIT_PER_MINUTE)
+        if wait is not None:
+            raise GatewayError(429, "Too many requests for this API key; try again later.", type_=RATE_LIMIT,
+                               code="rate_limit_exceeded", retry_after=wait)
+        chat = parse_chat_request(_body(request))
+        route = model_resolve(requested=chat.model)
+        deltas = get_provider(route.provider).stream(chat.model_request(route.model))
+        if not chat.stream:
+            return JsonResponse(await _whole(deltas, route.alias))
+        first = await _first(deltas)
+    except GatewayError as error:
+        return error.response()
+    except Exception as exc:
+        # Not ProblemMiddleware's problem+json: callers of this path expect OpenAI's shape.
+        if is_database_unavailable(exc):
+            log.warning("gateway: database unavailable (%s)", type(exc).__name__)
+            problem = unavailable()
+            return openai_error_response(503, problem.detail, SERVER_ERROR, "service_unavailable",
+                                         retry_after=problem.extra["retryAfter"])
+        log.exception("gateway: the request failed")
+        return openai_error_response(500, MSG_INTERNAL, SERVER_ERROR, "internal_error")
+    encoder = ChunkEncoder(model=route.alias, include_usage=chat.include_usage)
+    return sse_response(_stream(encoder, first, deltas))
+
+
+async def models(request: HttpRequest, model_id: str | None = None) -> HttpResponse:
+    """`GET /api/models` and `GET /api/models/{id}`: the allow-list in OpenAI's shape, so
+    `client.models.list()` works. Same authentication as the completions."""
+    if request.method != "GET":
+        response = openai_error_response(405, "Only GET is allowed here.", "invalid_request_error",
+                                         "method_not_allowed")
+        response["Allow"] = "GET"
+        return response
+    try:
+        await _principal(request)
+        return JsonResponse(model_get(alias=model_id) if model_id is not None else model_list())
+    except GatewayError as error:
+        return error.response()
+
+
+@csrf_exempt  # a POST to a mistyped path must learn it is 404, not a CSRF failure
+async def not_found(request: HttpRequest, rest: str = "") -> HttpResponse:
+    """Any other path under /api/: OpenAI's 404 shape, so a mistyped base URL is obvious."""
+    return openai_error_response(404, f"Unknown path {request.path[:200]!r}; the gateway serves "
+                                      "POST /api/chat/completions.", "invalid_request_error", "unknown_url")
+
+
+async def _principal(request: HttpRequest) -> Principal:
+    try:
+        return await aresolve_principal(request)
+    except Problem as problem:
+        if problem.status == 401:
+            raise GatewayError(401, "A valid project API key is required (Authorization: Bearer <key> or "
+                                    "x-api-key).", code="invalid_api_key") from None
+        raise GatewayError(problem.status, problem.detail, code=problem.code.lower()) from None
+
+
+def _body(request: HttpRequest) -> Any:
+    """The body through the server's one checked JSON parser (core.sanity)."""
+    try:
+        return request_json(request)
+    except InputError as error:
+        param = None if error.field == "body" else error.field
+        raise GatewayError(400, error.detail, code="invalid_value", param=param) from None
+    except RequestDataTooBig:
+        # A chunked body has no Content-Length for BodySizeLimitMiddleware to check; Django
+        # measures it while reading (DATA_UPLOAD_MAX_MEMORY_SIZE is MAX_REQUEST_BYTES).
+        raise GatewayError(413, "Request body too large.", code="payload_too_large") from None
+
+
+async def _first(deltas: AsyncIterator[Delta]) -> Delta:
+    """The first delta, before any byte is sent; closes the stream and raises GatewayError on failure."""
+    try:
+        return await anext(deltas)
+    except StopAsyncIteration:
+        raise GatewayError(502, MSG_NO_ANSWER, type_=SERVER_ERROR, code="upstream_error") from None
+    except ModelError as error:
+        log.warning("gateway: the model failed before answering: %s (status %s)", error.code, error.status)
+        raise from_model_error(error) from None
+    except BaseException:
+        await deltas.aclose()
+        raise
+
+
+async def _whole(deltas: AsyncIterator[Delta], alias: str) -> dict:
+    builder = CompletionBuilder(model=alias)
+    try:
+        async for delta in deltas:
+            builder.feed(delta)
+    except ModelError as error:
+        log.warning("gateway: the model failed: %s (status %s)", error.code, error.status)
+        raise from_model_error(error) from None
+    finally:
+        await deltas.aclose()
+    if builder.end is None:
+        raise GatewayError(502, MSG_NO_ANSWER, type_=SERVER_ERROR, code="upstream_error")
+    return builder.body()
+
+
+async def _stream(encoder: ChunkEncoder, first: Delta, deltas: AsyncIterator[Delta]) -> AsyncIterator[bytes]:
+    """The SSE body. A client that goes away cancels this generator, which closes the vendor stream."""
+    ended = False
+    try:
+        for chunk in encoder.feed(first):
+            yield sse_line(chunk)
+        ended = _is_end(first)
+        async for delta in deltas:
+            out = encoder.feed(delta)
+            if out:
+                yield b"".join(sse_line(chunk) for chunk in out)
+            ended = ended or _is_end(delta)
+        if not ended:
+            raise ModelError("LLM_SERVER_ERROR", MSG_NO_ANSWER, retryable=True)
+    except ModelError as error:
+        log.warning("gateway: the model failed mid-stream: %s (status %s)", error.code, error.status)
+        yield sse_line(stream_error_body(error))
+    except Exception:
+        log.exception("gateway: the stream failed")
+        yield sse_line(openai_error_body(MSG_INTERNAL, SERVER_ERROR, "internal_error"))
+    finally:
+        await deltas.aclose()
+    yield DONE
+
+
+def _is_end(delta: Delta) -> bool:
+    return isinstance(delta, StepEnd)

@@ -1,0 +1,182 @@
+"""Who is calling: a project (by API key, or by a logged-in browser session) and an end user.
+
+Every entry point resolves a `Principal` here and passes it to the services, which scope every
+query by (project, user key). A session user gets a fixed user key of its own, so the browser page
+can never act as another end user; an API-key caller names the end user with `userKey`, or carries
+an access token from `/oauth/token` (`Authorization: Bearer`, projects/user_tokens.py) that names it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.middleware.csrf import CsrfViewMiddleware
+from django.utils import timezone
+from rest_framework import authentication
+
+from core.problems import Problem, validation_error
+from projects import user_tokens
+from projects.models import ApiKey, Project, hash_api_key
+
+UNAUTHORIZED = Problem(401, "UNAUTHORIZED", "A valid x-api-key header is required.")
+
+
+@dataclass(frozen=True)
+class Principal:
+    project: Project
+    # Set for browser sessions: the only user key this caller may act as.
+    session_user_key: str | None = None
+    api_key_id: int | None = None
+    # Set for bearer access tokens: the end user the token names.
+    token_user_key: str | None = None
+    # DRF's IsAuthenticated reads this from `request.user`, which is the principal.
+    is_authenticated = True
+
+    def user_key(self, raw: object) -> str:
+        """The end user this request acts for; 400 VALIDATION_ERROR when an API-key caller sends none."""
+        if self.session_user_key is not None:
+            return self.session_user_key
+        if self.token_user_key is not None:
+            return self._token_user(raw)
+        if not isinstance(raw, str) or not raw.strip():
+            raise validation_error("userKey is required.", field="userKey")
+        value = raw.strip()
+        if len(value) > 256:
+            raise validation_error("userKey must be at most 256 characters.", field="userKey")
+        return value
+
+    def _token_user(self, raw: object) -> str:
+        # The official clients send no userKey with a token; one that is sent must name the same user.
+        if raw is None or (isinstance(raw, str) and not raw.strip()):
+            return self.token_user_key
+        if not isinstance(raw, str) or raw.strip() != self.token_user_key:
+            raise validation_error("userKey differs from the user of the bearer token.", field="userKey")
+        return self.token_user_key
+
+    @property
+    def rate_limit_key(self) -> str:
+        return f"key:{self.api_key_id}" if self.api_key_id else f"session:{self.session_user_key}"
+
+
+def _key_from_headers(meta: dict) -> str | None:
+    key = meta.get("HTTP_X_API_KEY")
+    if key:
+        return key.strip()
+    auth = meta.get("HTTP_AUTHORIZATION", "")
+    # The gateway accepts `Authorization: Bearer <project key>` so the official openai client works.
+    if auth.lower().startswith("bearer ") and auth[7:].strip().startswith("tk_"):
+        return auth[7:].strip()
+    return None
+
+
+def _bearer_from_headers(meta: dict) -> str | None:
+    """An access token in `Authorization: Bearer` (a `tk_` bearer is a project key, see above)."""
+    auth = meta.get("HTTP_AUTHORIZATION", "")
+    if not auth.lower().startswith("bearer "):
+        return None
+    token = auth[7:].strip()
+    return token if token and not token.startswith("tk_") else None
+
+
+def _has_credentials(meta: dict) -> bool:
+    return _key_from_headers(meta) is not None or _bearer_from_headers(meta) is not None
+
+
+def api_key_find(raw_key: str) -> ApiKey | None:
+    """The unrevoked key with this value, with its project; writes nothing."""
+    return ApiKey.objects.select_related("project").filter(hashed_key=hash_api_key(raw_key), revoked=False).first()
+
+
+def api_key_touch(key: ApiKey) -> None:
+    # Cheap enough, and it lets an operator see in the admin which keys are in use.
+    if key.last_used_at is None or (timezone.now() - key.last_used_at).total_seconds() > 60:
+        ApiKey.objects.filter(pk=key.pk).update(last_used_at=timezone.now())
+
+
+def principal_for_key(raw_key: str) -> Principal | None:
+    key = api_key_find(raw_key)
+    if key is None:
+        return None
+    api_key_touch(key)
+    return Principal(project=key.project, api_key_id=key.pk)
+
+
+def principal_for_bearer(token: str, raw_key: str | None) -> Principal:
+    """The caller of an access token, checked on every request: the token's signature and expiry, the
+    API key it was issued through (revoking that key ends its tokens at once), and, when an x-api-key
+    comes with it, that both belong to the same project. Raises 401 Problem."""
+    try:
+        claims = user_tokens.access_token_read(token)
+    except user_tokens.AccessTokenInvalid as exc:
+        raise Problem(401, "UNAUTHORIZED", str(exc)) from None
+    issuer = ApiKey.objects.select_related("project").filter(
+        pk=claims.api_key_id, project_id=claims.project_id, revoked=False).first()
+    if issuer is None:
+        raise Problem(401, "UNAUTHORIZED", "The API key this access token was issued through is revoked.")
+    if raw_key is not None:
+        key = issuer if issuer.hashed_key == hash_api_key(raw_key) else api_key_find(raw_key)
+        if key is None:
+            raise UNAUTHORIZED
+        if key.project_id != issuer.project_id:
+            raise Problem(401, "UNAUTHORIZED", "The bearer access token belongs to another project.")
+    api_key_touch(issuer)
+    return Principal(project=issuer.project, api_key_id=issuer.pk, token_user_key=claims.user_key)
+
+
+def principal_for_user(user) -> Principal:
+    project = user.tambo_projects.order_by("created_at").first()
+    if project is None:
+        project, _ = Project.objects.get_or_create(name=settings.WEB_PROJECT_NAME)
+    return Principal(project=project, session_user_key=f"web-user-{user.pk}")
+
+
+def _csrf_failure(request) -> bool:
+    check = CsrfViewMiddleware(lambda r: None)
+    check.process_request(request)
+    return check.process_view(request, None, (), {}) is not None
+
+
+def resolve_principal(request) -> Principal:
+    """Synchronous resolution for plain Django views. Raises 401 Problem."""
+    raw = _key_from_headers(request.META)
+    bearer = _bearer_from_headers(request.META)
+    if bearer:
+        return principal_for_bearer(bearer, raw)
+    if raw:
+        principal = principal_for_key(raw)
+        if principal is None:
+            raise UNAUTHORIZED
+        return principal
+    user = getattr(request, "user", None)
+    if user is not None and user.is_authenticated:
+        # A session is a browser: unsafe methods need the CSRF token, like any Django form.
+        if request.method not in ("GET", "HEAD", "OPTIONS") and _csrf_failure(request):
+            raise Problem(403, "CSRF_FAILED", "CSRF token missing or incorrect.")
+        return principal_for_user(user)
+    raise UNAUTHORIZED
+
+
+async def aresolve_principal(request) -> Principal:
+    """The same for async views. All of its database work, the session user's included (loaded
+    lazily by `request.user`), runs on the shared database threads (core/db.py), so a
+    streaming answer holds no connection for the request."""
+    from core.db import db_call
+
+    return await db_call(resolve_principal, request)
+
+
+class ApiKeyAuthentication(authentication.BaseAuthentication):
+    """DRF authentication: `x-api-key`, a bearer access token, or a logged-in session (with CSRF)."""
+
+    def authenticate(self, request):
+        django_request = request._request
+        if not _has_credentials(django_request.META):
+            user = getattr(django_request, "user", None)
+            if user is None or not user.is_authenticated:
+                return None
+        principal = resolve_principal(django_request)
+        return (principal, None)
+
+    def authenticate_header(self, request) -> str:
+        # Makes DRF answer 401 (not 403) when the key is missing.
+        return "x-api-key"

@@ -1,0 +1,319 @@
+"""The `openai` provider: any OpenAI-compatible chat-completions endpoint, through the official client.
+
+Configuration (key, base URL, default model, timeout) is passed in by the caller; this module does not
+import Django, so it can be tested against a fake server on its own.
+"""
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import math
+import time
+import weakref
+from typing import Any, AsyncIterator
+
+import openai
+import orjson
+
+from providers.base import (Completion, Delta, ModelError, ModelRequest, ModelTool, StepEnd, TextDelta,
+                            ToolCallDelta)
+
+_TOOL_CHOICE_WORDS = ("auto", "required", "none")
+
+
+def _http_errors() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+    """(timeouts, transport errors) of the HTTP library the `openai` client reads the body with:
+    the raw body is read outside the client's own error mapping. Recent `openai` releases use the
+    `httpx2` fork, older ones `httpx`; both are caught where installed."""
+    timeouts: list[type[BaseException]] = []
+    errors: list[type[BaseException]] = []
+    for name in ("httpx2", "httpx"):
+        try:
+            module = __import__(name)
+        except ImportError:
+            continue
+        timeouts.append(module.TimeoutException)
+        errors.append(module.HTTPError)
+        errors.append(module.StreamError)
+    return tuple(timeouts), tuple(errors)
+
+
+_TIMEOUTS, _TRANSPORT_ERRORS = _http_errors()
+
+# Fixed, safe sentences: the upstream text may echo request content or internal details, so it is
+# never shown. The original exception stays chained (`__cause__`) for server-side logs.
+MSG_RATE_LIMITED = "The model provider is rate limiting requests."
+MSG_BAD_CREDENTIALS = "The model provider rejected the configured credentials."
+MSG_REJECTED = "The model provider rejected the request."
+MSG_SERVER_ERROR = "The model provider failed to answer."
+MSG_TIMEOUT = "The model provider did not answer in time."
+MSG_UNREACHABLE = "The model provider could not be reached."
+MSG_CONNECTION_LOST = "The connection to the model provider was lost."
+MSG_STREAM_ERROR = "The model provider reported an error while answering."
+MSG_UNREADABLE = "The model provider sent a response that could not be read."
+MSG_INCOMPLETE = "The model provider ended its answer early."
+
+
+class OpenAIProvider:
+    name = "openai"
+
+    def __init__(self, *, api_key: str, base_url: str | None, default_model: str, timeout: float = 60.0):
+        self._api_key = api_key
+        self._base_url = base_url
+        self.default_model = default_model
+        self.timeout = timeout
+        # One client per event loop: its pooled connections belong to the loop that opened them, and
+        # Django may run async code on more than one loop (async_to_sync starts fresh ones).
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI] = (
+            weakref.WeakKeyDictionary())
+
+    def __repr__(self) -> str:
+        return f"OpenAIProvider(base_url={self._base_url!r}, default_model={self.default_model!r})"
+
+    def _client(self) -> openai.AsyncOpenAI:
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            # Retries are the caller's decision (it knows whether output was already shown), so
+            # the client never retries on its own.
+            client = openai.AsyncOpenAI(api_key=self._api_key, base_url=self._base_url,
+                                        timeout=self.timeout, max_retries=0)
+            self._clients[loop] = client
+        return client
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[Delta]:
+        """Yield the deltas of one model step, ending with StepEnd; raise ModelError on failure.
+
+        The `openai` client sends the request (auth, headers, error answers); the body is read raw
+        (sse_payloads + orjson, no per-chunk pydantic objects), which keeps a fast model's stream
+        cheap. Closing this generator or cancelling its task closes the HTTP response at once,
+        which drops the connection to the provider mid-answer.
+        """
+        params = request_params(request, default_model=self.default_model)
+        opening = self._client().chat.completions.with_streaming_response.create(**params)
+        try:
+            response = await opening.__aenter__()
+        except openai.APIError as exc:
+            raise model_error(exc, started=False) from exc
+        try:
+            fold = _StepFold()
+            async for chunk in _chunks(response.http_response.aiter_bytes()):
+                for delta in fold.feed(chunk):
+                    yield delta
+            yield fold.end()
+        finally:
+            await opening.__aexit__(None, None, None)
+
+    async def complete(self, request: ModelRequest) -> Completion:
+        """One non-streamed answer; the same error mapping and timeout as `stream`."""
+        try:
+            response = await self._client().chat.completions.create(
+                **completion_params(request, default_model=self.default_model))
+        except openai.APIError as exc:
+            raise model_error(exc, started=False) from exc
+        except ValueError as exc:  # a body that is not JSON
+            raise ModelError("LLM_SERVER_ERROR", MSG_UNREADABLE, retryable=True) from exc
+        choice = next((c for c in response.choices or () if c.index == 0), None)
+        if choice is None or choice.message is None:
+            raise ModelError("LLM_SERVER_ERROR", MSG_UNREADABLE, retryable=True)
+        usage = None
+        if response.usage is not None:
+            usage = {"prompt_tokens": response.usage.prompt_tokens,
+                     "completion_tokens": response.usage.completion_tokens,
+                     "total_tokens": response.usage.total_tokens}
+        return Completion(text=choice.message.content or "", finish_reason=choice.finish_reason or "stop",
+                          usage=usage)
+
+
+async def _chunks(body: AsyncIterator[bytes]) -> AsyncIterator[dict[str, Any]]:
+    """The stream's chunk objects, until `[DONE]` or the end of the body; raises ModelError for a
+    broken connection, a timeout, an `{"error": …}` event or data that is not JSON."""
+    try:
+        async for payload in sse_payloads(body):
+            if payload == b"[DONE]":
+                return
+            try:
+                chunk = orjson.loads(payload)
+            except orjson.JSONDecodeError as exc:
+                raise ModelError("LLM_SERVER_ERROR", MSG_UNREADABLE, retryable=True) from exc
+            if not isinstance(chunk, dict):
+                raise ModelError("LLM_SERVER_ERROR", MSG_UNREADABLE, retryable=True)
+            if chunk.get("error") is not None:
+                raise ModelError("LLM_SERVER_ERROR", MSG_STREAM_ERROR, retryable=True)
+            yield chunk
+    except _TIMEOUTS as exc:
+        raise ModelError("LLM_SERVER_ERROR", MSG_TIMEOUT, retryable=True) from exc
+    except _TRANSPORT_ERRORS as exc:
+        raise ModelError("LLM_SERVER_ERROR", MSG_CONNECTION_LOST, retryable=True) from exc
+
+
+async def sse_payloads(body: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """The `data` of each server-sent event in `body` (several `data:` lines joined by newlines);
+    comments and other fields are skipped. Lines may end in LF, CRLF or CR."""
+    buffer = b""
+    data: list[bytes] = []
+    async for block in body:
+        buffer += block
+        if b"\r" in buffer:
+            buffer = buffer.replace(b"\r\n", b"\n")
+            if buffer.endswith(b"\r"):
+                continue  # the LF of a CRLF may be in the next block
+            buffer = buffer.replace(b"\r", b"\n")
+        lines = buffer.split(b"\n")
+        buffer = lines.pop()
+        for line in lines:
+            if not line:
+                if data:
+                    yield b"\n".join(data)
+                    data = []
+            elif line.startswith(b"data:"):
+                value = line[5:]
+                data.append(value[1:] if value.startswith(b" ") else value)
+    if buffer.startswith(b"data:"):
+        value = buffer[5:]
+        data.append(value[1:] if value.startswith(b" ") else value)
+    if data:
+        yield b"\n".join(data)
+
+
+def completion_params(request: ModelRequest, *, default_model: str) -> dict[str, Any]:
+    """The keyword arguments of `chat.completions.create` for one non-streamed answer without tools."""
+    params = request_params(ModelRequest(messages=request.messages, model=request.model,
+                                         max_tokens=request.max_tokens, temperature=request.temperature),
+                            default_model=default_model)
+    del params["stream_options"]
+    params["stream"] = False
+    if request.json_output:
+        params["response_format"] = {"type": "json_object"}
+    return params
+
+
+def request_params(request: ModelRequest, *, default_model: str) -> dict[str, Any]:
+    """The keyword arguments of `chat.completions.create` for one streamed step."""
+    params: dict[str, Any] = {
+        "model": request.model or default_model,
+        "messages": request.messages,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if request.max_tokens is not None:
+        params["max_tokens"] = request.max_tokens
+    if request.temperature is not None:
+        params["temperature"] = request.temperature
+    # OpenAI answers 400 to a tool_choice without tools, so both go together or not at all.
+    if request.tools:
+        params["tools"] = [openai_tool(tool) for tool in request.tools]
+        if request.tool_choice is not None:
+            params["tool_choice"] = openai_tool_choice(request.tool_choice)
+    return params
+
+
+def openai_tool(tool: ModelTool) -> dict[str, Any]:
+    return {"type": "function",
+            "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters}}
+
+
+def openai_tool_choice(choice: str | dict[str, Any]) -> str | dict[str, Any]:
+    """Map "auto" | "required" | "none" | {"name": X} to OpenAI's form (which is passed through)."""
+    if isinstance(choice, str) and choice in _TOOL_CHOICE_WORDS:
+        return choice
+    if isinstance(choice, dict):
+        if choice.get("type") == "function" and isinstance(choice.get("function"), dict):
+            return choice
+        if isinstance(choice.get("name"), str):
+            return {"type": "function", "function": {"name": choice["name"]}}
+    raise ValueError(f"unsupported tool_choice: {choice!r}")
+
+
+class _StepFold:
+    """Turns chat.completion.chunk objects (decoded JSON) into deltas, remembering what the step's
+    end needs."""
+
+    def __init__(self) -> None:
+        self.finish_reason: str | None = None
+        self.usage: dict[str, int] | None = None
+        self._started_calls: set[int] = set()
+
+    def feed(self, chunk: dict[str, Any]) -> list[Delta]:
+        usage = chunk.get("usage")
+        if usage:
+            self.usage = {"prompt_tokens": usage.get("prompt_tokens", 0),
+                          "completion_tokens": usage.get("completion_tokens", 0),
+                          "total_tokens": usage.get("total_tokens", 0)}
+        deltas: list[Delta] = []
+        for choice in chunk.get("choices") or ():
+            if choice.get("index", 0) != 0:
+                continue  # n > 1 is never asked for; ignore anything else.
+            delta = choice.get("delta")
+            if delta:
+                deltas += self._deltas(delta)
+            reason = choice.get("finish_reason")
+            if reason:
+                # "function_call" is the legacy spelling of the same outcome.
+                self.finish_reason = "tool_calls" if reason == "function_call" else reason
+        return deltas
+
+    def _deltas(self, delta: dict[str, Any]) -> list[Delta]:
+        out: list[Delta] = []
+        content = delta.get("content")
+        if content:
+            out.append(TextDelta(content))
+        for call in delta.get("tool_calls") or ():
+            function = call.get("function") or {}
+            arguments = function.get("arguments") or ""
+            index = call.get("index", 0)
+            if index not in self._started_calls:
+                # Some compatible servers repeat id and name on every fragment; pass them once.
+                self._started_calls.add(index)
+                out.append(ToolCallDelta(index=index, id=call.get("id"), name=function.get("name"),
+                                         arguments=arguments))
+            elif arguments:
+                out.append(ToolCallDelta(index=index, id=None, name=None, arguments=arguments))
+        return out
+
+    def end(self) -> StepEnd:
+        if self.finish_reason is None:
+            # The body ended cleanly but the model never said it was done: treat as a broken stream.
+            raise ModelError("LLM_SERVER_ERROR", MSG_INCOMPLETE, retryable=True)
+        return StepEnd(finish_reason=self.finish_reason, usage=self.usage)
+
+
+def model_error(exc: openai.APIError, *, started: bool) -> ModelError:
+    """The safe ModelError for an openai client error; `started` is whether the stream had begun."""
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        if status == 429:
+            return ModelError("LLM_RATE_LIMITED", MSG_RATE_LIMITED, retryable=True, status=status,
+                              retry_after=retry_after_seconds(exc.response.headers))
+        if 400 <= status < 500:
+            message = MSG_BAD_CREDENTIALS if status in (401, 403) else MSG_REJECTED
+            return ModelError("LLM_CLIENT_ERROR", message, retryable=False, status=status)
+        return ModelError("LLM_SERVER_ERROR", MSG_SERVER_ERROR, retryable=True, status=status)
+    if isinstance(exc, openai.APITimeoutError):
+        message = MSG_TIMEOUT
+    elif isinstance(exc, openai.APIConnectionError):
+        message = MSG_CONNECTION_LOST if started else MSG_UNREACHABLE
+    elif isinstance(exc, openai.APIResponseValidationError):
+        message = MSG_UNREADABLE
+    else:
+        message = MSG_STREAM_ERROR  # an `{"error": ...}` event inside the stream
+    return ModelError("LLM_SERVER_ERROR", message, retryable=True)
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """Seconds to wait from `retry-after-ms` or `retry-after` (seconds or an HTTP date), if given."""
+    for name, divisor in (("retry-after-ms", 1000), ("retry-after", 1)):
+        try:
+            seconds = float(headers.get(name) or "nan") / divisor
+        except ValueError:
+            continue
+        if math.isfinite(seconds):
+            return max(seconds, 0.0)
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        moment = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(moment.timestamp() - time.time(), 0.0)

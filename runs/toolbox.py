@@ -1,0 +1,190 @@
+"""What the model is offered in one run, and how a server-side call is executed.
+
+Four kinds of tool share one namespace: the request's client tools (run by the application), the
+project's built-in server tools, its MCP servers' tools (`<server>__<tool>`), and the request's
+components (`show_component_<Name>`). Server-side calls never fail the run: a tool that raises,
+times out, or gets arguments that fail its schema gives an `isError` result the model can read.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from asgiref.sync import sync_to_async
+from pydantic import ValidationError
+
+from clientsdk import types as wire
+from providers.base import ModelTool
+from runs.history import component_tool_name
+from tools.registry import ServerTool
+
+log = logging.getLogger(__name__)
+
+Kind = Literal["client", "server", "mcp", "component"]
+
+
+@dataclass
+class ToolResult:
+    content: list[dict[str, Any]]
+    is_error: bool = False
+
+    @property
+    def text(self) -> str:
+        return "\n".join(b.get("text", "") for b in self.content if b.get("type") == "text")
+
+
+def error_result(text: str) -> ToolResult:
+    return ToolResult([{"type": "text", "text": text}], is_error=True)
+
+
+@dataclass
+class Toolbox:
+    client_tools: dict[str, wire.ClientTool] = field(default_factory=dict)
+    components: dict[str, wire.AvailableComponent] = field(default_factory=dict)  # by tool name
+    server_tools: dict[str, ServerTool] = field(default_factory=dict)
+    mcp_tools: dict[str, tuple[Any, str, ModelTool]] = field(default_factory=dict)  # name → (config, tool, spec)
+    timeout: float = 30.0
+    mcp_timeout: float = 30.0
+
+    def kind(self, name: str) -> Kind | None:
+        if name in self.components:
+            return "component"
+        if name in self.client_tools:
+            return "client"
+        if name in self.server_tools:
+            return "server"
+        if name in self.mcp_tools:
+            return "mcp"
+        return None
+
+    def max_calls(self, name: str) -> int | None:
+        tool = self.client_tools.get(name)
+        return tool.max_calls if tool is not None else None
+
+    def model_tools(self) -> list[ModelTool]:
+        # Each name is offered once, with the definition its calls go to (`kind`): providers refuse
+        # a request that names a tool twice.
+        tools = [ModelTool(t.name, t.description, t.input_schema) for t in self.client_tools.values()
+                 if self.kind(t.name) == "client"]
+        tools += [ModelTool(t.name, t.description, t.parameters) for t in self.server_tools.values()
+                  if self.kind(t.name) == "server"]
+        tools += [spec for name, (_, _, spec) in self.mcp_tools.items() if self.kind(name) == "mcp"]
+        tools += [
+            ModelTool(name, f"Show the {c.name} component to the user. {c.description}".strip(),
+                      _object_schema(c.props_schema), display_name=c.name)
+            for name, c in self.components.items()
+        ]
+        return tools
+
+    async def execute(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        """Runs a server or MCP tool; every failure becomes an isError result."""
+        if name in self.server_tools:
+            return await self._run_builtin(self.server_tools[name], arguments)
+        if name in self.mcp_tools:
+            from tools.mcp_sessions import sessions
+
+            config, tool_name, _ = self.mcp_tools[name]
+            # The server's kept session: a stdio server is not started again for every call.
+            result = await sessions().call_tool(config, tool_name, arguments, timeout=self.mcp_timeout)
+            return ToolResult(result.content, result.is_error)
+        return error_result(f"There is no tool named {name}.")
+
+    async def _run_builtin(self, tool: ServerTool, arguments: dict[str, Any]) -> ToolResult:
+        try:
+            args = tool.args_model.model_validate(arguments)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors())
+            return error_result(f"Invalid arguments for {tool.name}: {problems}")
+        call = tool.fn(args) if tool.is_async else sync_to_async(tool.fn, thread_sensitive=False)(args)
+        try:
+            value = await asyncio.wait_for(call, timeout=self.timeout)
+        except asyncio.TimeoutError:
+            return error_result(f"Tool {tool.name} timed out after {self.timeout:g} s.")
+        except Exception as exc:  # noqa: BLE001 - the model reads the failure, the run goes on
+            log.warning("Server tool %s failed: %s", tool.name, type(exc).__name__)
+            message = str(exc) if isinstance(exc, (ValueError, ArithmeticError)) else type(exc).__name__
+            return error_result(f"Tool {tool.name} failed: {message}")
+        return ToolResult(to_content(value))
+
+
+def to_content(value: Any) -> list[dict[str, Any]]:
+    if isinstance(value, str):
+        return [{"type": "text", "text": value}]
+    if isinstance(value, list) and value and all(isinstance(b, dict) and b.get("type") in ("text", "resource")
+                                                 for b in value):
+        return value
+    return [{"type": "text", "text": json.dumps(value, ensure_ascii=False, default=str)}]
+
+
+def _object_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    # Function parameters must be an object schema for every provider.
+    if schema.get("type") == "object" or "properties" in schema:
+        return schema
+    return {"type": "object", "properties": {}, "additionalProperties": True}
+
+
+def build_toolbox(*, project, client_tools: list[wire.ClientTool], components: list[wire.AvailableComponent],
+                  mcp_tools: dict[str, tuple[Any, str, ModelTool]] | None = None,
+                  enabled: list[str] | None = None) -> Toolbox:
+    """Synchronous part; MCP listing is async, see `load_mcp_tools`. Reads the project's enabled
+    built-in tools from the database unless `enabled` (their names, already read) is given."""
+    from django.conf import settings
+
+    from tools.models import ProjectTool
+    from tools.registry import get_tool
+
+    if enabled is None:
+        enabled = ProjectTool.objects.filter(project=project, enabled=True).values_list("name", flat=True)
+    server_tools = {name: tool for name in enabled if (tool := get_tool(name)) is not None}
+    return Toolbox(
+        client_tools={t.name: t for t in client_tools},
+        components={component_tool_name(c.name): c for c in components},
+        server_tools=server_tools,
+        mcp_tools=mcp_tools or {},
+        timeout=settings.SERVER_TOOL_TIMEOUT,
+        mcp_timeout=settings.MCP_TIMEOUT,
+    )
+
+
+def mcp_configs(project) -> list[Any]:
+    """The project's enabled MCP servers as mcp_client configs (a database read)."""
+    from tools import mcp_client
+    from tools.models import McpServer
+
+    configs = []
+    for server in McpServer.objects.filter(project=project, enabled=True):
+        configs.append(mcp_client.McpServerConfig(
+            name=server.name, transport=server.transport, command=server.command or None,
+            args=tuple(server.args or ()), env=dict(server.env or {}) or None,
+            url=server.url or None, headers=dict(server.headers or {}) or None,
+        ))
+    return configs
+
+
+_cache = None
+
+
+async def load_mcp_tools(configs: list[Any]) -> dict[str, tuple[Any, str, ModelTool]]:
+    """Lists each server's tools (cached briefly); a server that cannot be reached is left out."""
+    global _cache
+    if not configs:
+        return {}
+    from django.conf import settings
+
+    from tools import mcp_client
+
+    if _cache is None:
+        _cache = mcp_client.McpToolCache(ttl=settings.MCP_TOOLS_CACHE_SECONDS, timeout=settings.MCP_TIMEOUT)
+    listed = await asyncio.gather(*(_cache.get(config) for config in configs))
+    tools: dict[str, tuple[Any, str, ModelTool]] = {}
+    for config, server_tools in zip(configs, listed):
+        if server_tools is None:
+            log.warning("MCP server %s is unreachable; its tools are left out of this run", config.name)
+            continue
+        for tool in server_tools:
+            name = f"{config.name}__{tool.name}"
+            tools[name] = (config, tool.name, ModelTool(name, tool.description or "", tool.input_schema))
+    return tools

@@ -1,0 +1,47 @@
+"""First-start set-up for the serve command: a demo project, API key, user and built-in tools.
+
+It lives in tools, not projects, because it switches on the built-in tools: tools builds on projects,
+so this is the lowest app that may import both.
+"""
+import secrets
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+
+from projects.models import ApiKey, Project
+from tools.models import ProjectTool
+from tools.registry import builtin_names
+
+
+class Command(BaseCommand):
+    help = "Creates the demo project, an API key and a demo user on first start; prints what to use."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--url", default="http://127.0.0.1:8000", help="Base URL to print.")
+
+    def handle(self, *args, url: str, **options):
+        project, created = Project.objects.get_or_create(name=settings.WEB_PROJECT_NAME)
+        for name in builtin_names():
+            ProjectTool.objects.get_or_create(project=project, name=name)
+        lines = []
+        if created or not project.api_keys.exists():
+            _, raw = ApiKey.generate(project, "demo")
+            lines.append(f"  API key (shown once): {raw}")
+        user_model = get_user_model()
+        if not user_model.objects.filter(username="demo").exists():
+            password = secrets.token_urlsafe(9)
+            user = user_model.objects.create_superuser("demo", "demo@example.invalid", password)
+            project.members.add(user)
+            lines.append(f"  Demo login (admin too): demo / {password}")
+        self.stdout.write("")
+        self.stdout.write(f"  Chat page:  {url}/")
+        self.stdout.write(f"  Admin:      {url}/admin/")
+        self.stdout.write(f"  API docs:   {url}/v1/docs")
+        for line in lines:
+            self.stdout.write(line)
+        if not lines:
+            self.stdout.write("  (demo key and user were created on an earlier start; "
+                              "`.venv/bin/python manage.py createapikey` makes another key, "
+                              "`.venv/bin/python manage.py changepassword demo` a new demo password)")
+        self.stdout.write("")
