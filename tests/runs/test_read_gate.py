@@ -1,8 +1,10 @@
-"""A run waits for its client to start reading; a client that never does cancels it."""
+"""A run waits for its client to start reading; a client that never does cancels it, unless the
+run was asked to go on without it (`onDisconnect: "continue"`)."""
 import asyncio
 
 from runs import guard, views
 from runs.control import RunControl
+from runs.feeds import Feed
 
 
 def _events(control: RunControl, seen: list):
@@ -15,9 +17,17 @@ def _events(control: RunControl, seen: list):
 def test_a_run_whose_answer_is_never_read_is_cancelled(monkeypatch):
     monkeypatch.setattr(views, "READ_START_TIMEOUT", 0.05)
     monkeypatch.setattr(guard, "encode_event", lambda event: b"x")
-    control, seen, queue = RunControl("run_t"), [], asyncio.Queue()
-    asyncio.run(views._produce(_events(control, seen), queue, control, asyncio.Event()))
+    control, seen = RunControl("run_t"), []
+    asyncio.run(views._produce(_events(control, seen), Feed("run_t"), control, asyncio.Event(), False))
     assert seen == ["disconnected"]
+
+
+def test_a_run_that_goes_on_without_its_client_is_not_cancelled_when_never_read(monkeypatch):
+    monkeypatch.setattr(views, "READ_START_TIMEOUT", 0.05)
+    monkeypatch.setattr(guard, "encode_event", lambda event: b"x")
+    control, seen = RunControl("run_t"), []
+    asyncio.run(views._produce(_events(control, seen), Feed("run_t"), control, asyncio.Event(), True))
+    assert seen == [None]
 
 
 def test_a_run_starts_as_soon_as_the_client_reads(monkeypatch):
@@ -26,8 +36,7 @@ def test_a_run_starts_as_soon_as_the_client_reads(monkeypatch):
 
     async def scenario():
         reading = asyncio.Event()
-        queue: asyncio.Queue = asyncio.Queue()
-        task = asyncio.create_task(views._produce(_events(control, seen), queue, control, reading))
+        task = asyncio.create_task(views._produce(_events(control, seen), Feed("run_t"), control, reading, False))
         await asyncio.sleep(0.01)
         assert seen == []  # nothing happens before the first read
         reading.set()

@@ -118,7 +118,7 @@ class _Step:
 def test_the_watcher_checkpoints_a_run_at_most_once_a_second_and_only_when_its_text_changed(monkeypatch):
     written: list[dict] = []
 
-    def tick_in_db(run_ids, checkpoints):
+    def tick_in_db(run_ids, checkpoints, cleanup=False):
         written.append(dict(checkpoints))
         return [], True
 
