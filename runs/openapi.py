@@ -16,7 +16,8 @@ from core.problems import PROBLEM_CONTENT_TYPE
 
 AG_UI_EVENTS = """\
 The answer is a stream of [AG-UI](https://docs.ag-ui.com) events, one per SSE message: a line
-`data: <json>` followed by a blank line. Every event has `type` and `timestamp` (epoch milliseconds).
+`id: <n>` (1, 2, 3 … per run: the id to resume after, spec section 12), a line `data: <json>`, and a
+blank line. Every event has `type` and `timestamp` (epoch milliseconds).
 
 - `RUN_STARTED {threadId, runId}`: always first.
 - `TEXT_MESSAGE_START {messageId, role: "assistant"}`, `TEXT_MESSAGE_CONTENT {messageId, delta}`…,
@@ -35,12 +36,21 @@ The answer is a stream of [AG-UI](https://docs.ag-ui.com) events, one per SSE me
 """
 
 _STREAM_EXAMPLE = (
-    'data: {"type":"RUN_STARTED","threadId":"thr_…","runId":"run_…","timestamp":1700000000000}\n\n'
-    'data: {"type":"TEXT_MESSAGE_START","messageId":"msg_…","role":"assistant","timestamp":1700000000001}\n\n'
-    'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"msg_…","delta":"Hello","timestamp":1700000000002}\n\n'
-    'data: {"type":"TEXT_MESSAGE_END","messageId":"msg_…","timestamp":1700000000003}\n\n'
-    'data: {"type":"RUN_FINISHED","threadId":"thr_…","runId":"run_…","timestamp":1700000000004}\n\n'
+    'id: 1\ndata: {"type":"RUN_STARTED","threadId":"thr_…","runId":"run_…","timestamp":1700000000000}\n\n'
+    'id: 2\ndata: {"type":"TEXT_MESSAGE_START","messageId":"msg_…","role":"assistant","timestamp":1700000000001}\n\n'
+    'id: 3\ndata: {"type":"TEXT_MESSAGE_CONTENT","messageId":"msg_…","delta":"Hello","timestamp":1700000000002}\n\n'
+    'id: 4\ndata: {"type":"TEXT_MESSAGE_END","messageId":"msg_…","timestamp":1700000000003}\n\n'
+    'id: 5\ndata: {"type":"RUN_FINISHED","threadId":"thr_…","runId":"run_…","timestamp":1700000000004}\n\n'
 )
+
+RUN_EVENTS = """\
+The run's events (spec section 12), exactly as its own stream sent them, `id:` lines included:
+those after the id in the `Last-Event-ID` header (or `?after=`; neither: all of them), then the live
+ones as the run produces them, until its last event (`RUN_FINISHED` or `RUN_ERROR`). Any number of
+readers, on any server process. A finished run can be replayed for `RUN_REPLAY_SECONDS` (300) after
+it ended. A reader that falls more than `RUN_EVENTS_BUFFER_BYTES` behind the run is cut: its last
+event is `CUSTOM tambo.stream.lagged {lastEventId}` (with no `id:`), and it can resume after that id.
+"""
 
 
 def _run_operation(operation_id: str, summary: str, body_ref: dict, headers: dict[str, Any],
@@ -111,6 +121,38 @@ def run_paths(components: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def run_events_path() -> dict[str, Any]:
+    user_key = {"name": "userKey", "in": "query", "required": False, "schema": {"type": "string"},
+                "description": "The end user the call acts for; required unless a bearer access token names it."}
+    after = {"name": "after", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 0},
+             "description": "Replay the events after this id (the `Last-Event-ID` header wins)."}
+    last_event_id = {"name": "Last-Event-ID", "in": "header", "required": False,
+                     "schema": {"type": "string", "pattern": "^[0-9]+$"},
+                     "description": "The id of the last event the client got (an SSE client sends it on reconnecting)."}
+    return {"/v1/threads/{threadId}/runs/{runId}/events": {"get": {
+        "operationId": "threadsRunsEvents",
+        "summary": "Replay a run's events, then follow it live",
+        "tags": ["runs"],
+        "parameters": [path_param("threadId", "The thread's id (`thr_…`)."),
+                       path_param("runId", "The run's id (`run_…`)."), user_key, after, last_event_id],
+        "security": SECURITY,
+        "responses": {
+            "200": {"description": RUN_EVENTS,
+                    "headers": {"X-Run-Id": {"description": "The run's id.", "schema": {"type": "string"}}},
+                    "content": {"text/event-stream": {"schema": {"type": "string"}, "example": _STREAM_EXAMPLE}}},
+            "400": {"description": "`Last-Event-ID` or `after` is not a whole number, or is past the run's last "
+                                   "event (`VALIDATION_ERROR`, with `lastEventId` then).",
+                    "content": {PROBLEM_CONTENT_TYPE: {"schema": PROBLEM_REF}}},
+            "401": problem("401"),
+            "404": {"description": "No such run on this user's thread, or it ended more than "
+                                   "`RUN_REPLAY_SECONDS` ago (`RUN_NOT_FOUND`).",
+                    "content": {PROBLEM_CONTENT_TYPE: {"schema": PROBLEM_REF}}},
+            "500": problem("500"),
+            "503": problem("503"),
+        },
+    }}}
+
+
 AG_UI_PREFIX = "AgUi"
 
 AG_UI_ENDPOINT = """\
@@ -123,7 +165,8 @@ already stored are skipped; new user messages are the turn; `tool` messages answ
 """
 
 AG_UI_EVENTS_PLAIN = """\
-A stream of plain AG-UI events, one per SSE message (`data: <json>` and a blank line), that passes
+A stream of plain AG-UI events, one per SSE message (`id: <n>`, `data: <json>` and a blank line; the ids
+number this stream's events, which the /v1 events route does not replay), that passes
 `@ag-ui/client`'s verification: `RUN_STARTED {threadId, runId}` with the client's ids, then
 `STATE_SNAPSHOT {snapshot}` (the thread's stored state), `TEXT_MESSAGE_START` / `TEXT_MESSAGE_CONTENT` /
 `TEXT_MESSAGE_END`, `TOOL_CALL_START` / `TOOL_CALL_ARGS` / `TOOL_CALL_END`, `TOOL_CALL_RESULT` for server

@@ -19,7 +19,7 @@ from core.openapi import PROBLEM_SCHEMA, SECURITY, SECURITY_SCHEME, problem
 from gateway.openapi import GATEWAY_SECURITY, GATEWAY_SECURITY_DEFINITION, gateway_paths
 from projects.openapi import add_token_exchange
 from runs.assist.openapi import assist_paths
-from runs.openapi import agui_path, run_paths
+from runs.openapi import agui_path, run_events_path, run_paths
 
 SECURITY_DEFINITION = {
     "type": "apiKey",
@@ -64,6 +64,7 @@ def postprocess_v1_schema(result: dict[str, Any], generator, request, public) ->
                 responses.setdefault(status, problem(status))
             operation["security"] = SECURITY
     paths.update(run_paths(schemas))
+    paths.update(run_events_path())
     paths.update(agui_path(schemas))
     add_token_exchange(result, SECURITY_SCHEME)
     paths.update(assist_paths(schemas))

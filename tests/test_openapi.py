@@ -13,7 +13,7 @@ OPERATIONS = {
     ("get", "/v1/threads/{threadId}"), ("patch", "/v1/threads/{threadId}"), ("delete", "/v1/threads/{threadId}"),
     ("get", "/v1/threads/{threadId}/messages"), ("get", "/v1/threads/{threadId}/messages/{messageId}"),
     ("post", "/v1/threads/runs"), ("post", "/v1/threads/{threadId}/runs"),
-    ("delete", "/v1/threads/{threadId}/runs/{runId}"),
+    ("delete", "/v1/threads/{threadId}/runs/{runId}"), ("get", "/v1/threads/{threadId}/runs/{runId}/events"),
     ("post", "/v1/threads/{threadId}/components/{componentId}/state"),
     ("post", "/v1/agui"),
     ("get", "/v1/threads/{threadId}/messages/{messageId}/suggestions"),
