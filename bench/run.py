@@ -2,8 +2,9 @@
 
     bin/bench [--deltas 200 2000] [--repeat 15]
     bin/bench pipeline [--repeat 3] | concurrency N [--delay 0.1] [--pool 10] | per-run [--runs 50]
+    bin/bench resume [--runs 100] [--delay 0.05]
 
-The named scenarios are in bench/capacity.py.
+The named scenarios are in bench/capacity.py and bench/resume.py.
 
 Starts the real app under uvicorn (SQLite in a temporary directory, the offline model's
 `!stream N` rule: N deltas with no delay) and the bare ASGI app of bench/baseline_app.py that
@@ -76,19 +77,26 @@ def scenario(argv: list[str]) -> None:
     conc.add_argument("--delay", type=float, default=0.1)
     conc.add_argument("--pool", type=int, default=10)
     sub.add_parser("per-run").add_argument("--runs", type=int, default=50)
+    resume = sub.add_parser("resume")
+    resume.add_argument("--runs", type=int, default=100)
+    resume.add_argument("--delay", type=float, default=0.05)
     args = parser.parse_args(argv)
     print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f} at the start")
     if args.name == "pipeline":
         capacity.pipeline(args.repeat)
     elif args.name == "concurrency":
         capacity.concurrency(args.n, args.delay, args.pool)
+    elif args.name == "resume":
+        from bench.resume import resume as resume_bench
+
+        resume_bench(args.runs, args.delay)
     else:
         capacity.per_run(args.runs)
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
 
 
 def main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] in ("pipeline", "concurrency", "per-run"):
+    if len(sys.argv) > 1 and sys.argv[1] in ("pipeline", "concurrency", "per-run", "resume"):
         scenario(sys.argv[1:])
         return
     parser = argparse.ArgumentParser()

@@ -1,0 +1,160 @@
+"""`bin/bench resume [--runs 100] [--delay 0.05]`: resumable runs across two processes (spec section 12).
+
+Starts a throwaway PostgreSQL cluster logging every statement (tests/support/pg_cluster.py) and two
+uvicorn processes A and B on it. Starts `runs` runs on A together (offline model, `delay` seconds
+between deltas, `onDisconnect: "continue"`); each run's own stream is read, and two readers join it
+through the events route, one on A and one on B. Prints the database's statements per second during
+the runs (from the statement log; transaction control left out; pg_stat_database's commit counter
+beside it), the event log's share of them, and the latency a reader adds over the run's own
+stream, per event (median and p95), for a reader on the same process and one on the other.
+Only events the run produced after the reader had joined count (not its replay).
+"""
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+
+import httpx
+import psycopg
+
+from bench.capacity import cpu_seconds, prepare
+from bench.run import start
+from tests.support.pg_cluster import PgCluster
+
+
+def _body(text: str) -> dict:
+    return {"userKey": "bench", "onDisconnect": "continue",
+            "message": {"role": "user", "content": [{"type": "text", "text": text}]}}
+
+
+async def _arrivals(response: httpx.Response) -> dict[int, float]:
+    """{event id: when it arrived} for a streaming answer, to its end."""
+    seen: dict[int, float] = {}
+    buffer = b""
+    async for chunk in response.aiter_raw():
+        now = time.perf_counter()
+        buffer += chunk
+        while b"\n\n" in buffer:
+            frame, buffer = buffer.split(b"\n\n", 1)
+            if frame.startswith(b"id: "):
+                seen[int(frame[4:frame.index(b"\n")])] = now
+    return seen
+
+
+async def _reader(client: httpx.AsyncClient, thread_id: str, run_id: str) -> tuple[float, dict[int, float]]:
+    async with client.stream("GET", f"/v1/threads/{thread_id}/runs/{run_id}/events",
+                             params={"userKey": "bench"}) as response:
+        response.raise_for_status()
+        joined = time.perf_counter()
+        return joined, await _arrivals(response)
+
+
+async def _one_run(a: httpx.AsyncClient, b: httpx.AsyncClient, text: str):
+    async with a.stream("POST", "/v1/threads/runs", json=_body(text)) as response:
+        response.raise_for_status()
+        thread_id, run_id = response.headers["x-thread-id"], response.headers["x-run-id"]
+        readers = [asyncio.create_task(_reader(client, thread_id, run_id)) for client in (a, b)]
+        own = await _arrivals(response)
+    same, other = await asyncio.gather(*readers)
+    return own, same, other
+
+
+def _added(own: dict[int, float], reader: tuple[float, dict[int, float]], since: float = 0.0) -> list[float]:
+    joined, seen = reader
+    assert set(seen) == set(own), "a reader missed events or got others"
+    return [(seen[i] - own[i]) * 1000 for i in own if own[i] > max(joined, since)]
+
+
+def _xacts(url: str) -> int:
+    with psycopg.connect(url, autocommit=True) as conn:
+        return conn.execute("SELECT xact_commit + xact_rollback FROM pg_stat_database "
+                            "WHERE datname = current_database()").fetchone()[0]
+
+
+def _pg_stat_statements(url: str) -> bool:
+    with psycopg.connect(url, autocommit=True) as conn:
+        return conn.execute("SELECT count(*) FROM pg_available_extensions "
+                            "WHERE name = 'pg_stat_statements'").fetchone()[0] > 0
+
+
+def _log_statements(cluster: PgCluster, offset: int) -> tuple[int, int]:
+    """(statements, of which on the event log) in the server log after `offset`."""
+    with open(cluster.dir + "/log", "rb") as log:
+        log.seek(offset)
+        entries = log.read().decode(errors="replace").replace("\n\t", " ").splitlines()
+    total = event_log = 0
+    for entry in entries:
+        for marker in ("LOG:  statement: ", "LOG:  execute "):
+            if marker in entry:
+                sql = entry.split(marker, 1)[1]
+                sql = sql.split(": ", 1)[1] if marker.endswith("execute ") else sql
+                if sql.strip() and not sql.lstrip().upper().startswith(
+                        ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")):
+                    total += 1
+                    event_log += "runs_runevent" in sql
+    return total, event_log
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))] if ordered else float("nan")
+
+
+def resume(runs: int, delay: float) -> None:
+    cluster = PgCluster(max_connections=100, options="-c log_statement=all -c log_min_messages=log")
+    try:
+        env = {"DATABASE_URL": cluster.url, "MODEL_PROVIDER": "offline", "OFFLINE_MODEL_DELAY": str(delay),
+               "DB_POOL_SIZE": "10"}
+        key = prepare(env)
+        (proc_a, url_a), (proc_b, url_b) = start("tambo_project.asgi:application", env), \
+            start("tambo_project.asgi:application", env)
+        try:
+            cpu_before = [cpu_seconds(p.pid) for p in (proc_a, proc_b)] + [time.process_time()]
+            results, wall, statements, event_log, xacts = asyncio.run(_drive(cluster, url_a, url_b, key, runs))
+            cpu = [after - before for after, before in zip(
+                [cpu_seconds(p.pid) for p in (proc_a, proc_b)] + [time.process_time()], cpu_before)]
+        finally:
+            for proc in (proc_a, proc_b):
+                proc.terminate(), proc.wait()
+        stat_statements = _pg_stat_statements(cluster.url)
+    finally:
+        cluster.stop()
+    own_events = sum(len(own) for own, _, _ in results)
+    # Steady state: events produced once every reader of every run had joined (the start is a burst
+    # of 100 run starts and 200 joins at once).
+    all_joined = max(reader[0] for _, same_reader, other_reader in results for reader in (same_reader, other_reader))
+    rows = []
+    for since, label in ((0.0, ""), (all_joined, ", steady")):
+        rows.append((f"same process (A){label}", [ms for own, r, _ in results for ms in _added(own, r, since)]))
+        rows.append((f"other process (B){label}", [ms for own, _, r in results for ms in _added(own, r, since)]))
+    print(f"\nresume: {runs} runs on process A started together (offline model, {delay}s between deltas), "
+          f"each read by its own stream, a reader on A and a reader on B")
+    print(f"events per run {own_events / runs:.0f}; delivered {own_events * 3}; wall {wall:.1f} s; "
+          f"CPU seconds: server A {cpu[0]:.1f}, server B {cpu[1]:.1f}, this client {cpu[2]:.1f}")
+    print(f"database statements/s during the runs {statements / wall:.0f} ({statements} in all, "
+          f"{event_log} on the event log: {event_log / wall:.0f}/s); "
+          f"transactions/s (pg_stat_database) {xacts / wall:.0f}; "
+          f"pg_stat_statements {'available' if stat_statements else 'not installed'} (the statement log is used)")
+    print(f"{'reader':<34} {'events':>7} {'added ms p50':>13} {'p95':>7} {'max':>7}")
+    for name, values in rows:
+        if not values:
+            continue
+        print(f"{name:<34} {len(values):>7} {statistics.median(values):>13.1f} {_pct(values, 0.95):>7.1f} "
+              f"{max(values):>7.1f}")
+    print("added: when the reader got an event minus when the run's own stream got it, same client machine.")
+
+
+async def _drive(cluster: PgCluster, url_a: str, url_b: str, key: str, runs: int):
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
+    headers = {"x-api-key": key}
+    text = "Tell me about resumable streams, please. " * 8  # ~30 deltas
+    async with httpx.AsyncClient(base_url=url_a, headers=headers, limits=limits, timeout=120) as a, \
+            httpx.AsyncClient(base_url=url_b, headers=headers, limits=limits, timeout=120) as b:
+        await _one_run(a, b, "warm up")
+        offset, xacts = cluster.log_size(), _xacts(cluster.url)
+        began = time.perf_counter()
+        results = await asyncio.gather(*[_one_run(a, b, text) for _ in range(runs)])
+        wall = time.perf_counter() - began
+        statements, event_log = _log_statements(cluster, offset)
+        return results, wall, statements, event_log, _xacts(cluster.url) - xacts - 1
