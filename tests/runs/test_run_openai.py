@@ -263,9 +263,12 @@ def test_each_event_is_one_data_line_and_none_shows_the_key(runs: Runs, fake: Ve
     assert VENDOR_KEY.encode() not in raw
     frames = raw.split(b"\n\n")
     assert frames[-1] == b""
-    for frame in frames[:-1]:
-        assert frame.startswith(b"data: ") and b"\n" not in frame, frame
-        json.loads(frame[len(b"data: "):])
+    for seq, frame in enumerate(frames[:-1], start=1):
+        # An `id:` line (spec section 12), then the event's one `data:` line.
+        id_line, data_line = frame.split(b"\n")
+        assert id_line == b"id: %d" % seq, frame
+        assert data_line.startswith(b"data: "), frame
+        json.loads(data_line[len(b"data: "):])
 
 
 def test_a_stall_before_any_output_is_cancelled_by_delete(runs: Runs, fake: Vendor):
