@@ -61,7 +61,7 @@ def agui_run_start(*, principal: Principal, run_input: RunAgentInput) -> Started
         # Straight into STREAMING, as /v1 runs: the loop starts the model at once.
         thread = lock_take(thread_id=thread.id, run_id=run.id, in_lock=in_lock, status=RunStatus.STREAMING)
         # Read in the lock's transaction: a failure here rolls the lock back with everything else.
-        history = selectors.messages_all(thread=thread)
+        history = selectors.message_list_all(thread=thread)
         tools = project_tools_of(principal.project)
     thread.project = principal.project  # the loop reads it from async code: no lazy loads there
     started = StartedRun(thread=thread, run=run, body=body, history=history, tools=tools)

@@ -24,7 +24,7 @@ from runs.history import build_model_messages, component_result_text
 from runs.lock import LEASE_EXPIRED_CODE
 from runs.services import StartedRun, call_signature
 from runs.step import Call, Step
-from runs.toolbox import Toolbox, ToolResult, build_toolbox, error_result, load_mcp_tools
+from runs.toolbox import Toolbox, ToolResult, error_result, mcp_tools_load, toolbox_build
 
 log = logging.getLogger(__name__)
 
@@ -146,9 +146,9 @@ async def _resolve_calls(started: StartedRun, persisted: Step, toolbox: Toolbox,
 
 async def _toolbox(started: StartedRun) -> Toolbox:
     body = started.body
-    toolbox = build_toolbox(project=started.thread.project, client_tools=body.tools or [],
+    toolbox = toolbox_build(project=started.thread.project, client_tools=body.tools or [],
                             components=body.available_components or [], enabled=started.tools.enabled)
-    toolbox.mcp_tools = await load_mcp_tools(started.tools.mcp_configs)
+    toolbox.mcp_tools = await mcp_tools_load(started.tools.mcp_configs)
     return toolbox
 
 
@@ -270,7 +270,7 @@ async def _save_partial(started: StartedRun, step: Step | None, cancelled: bool,
 async def _end_cancelled(started: StartedRun, control: RunControl, step: Step | None,
                          persisted: Step | None) -> AsyncIterator[BaseEvent]:
     await _save_partial(started, step, cancelled=True, persisted=persisted)
-    await db_call(services.run_cancelled, thread=started.thread, run=started.run)
+    await db_call(services.run_cancel, thread=started.thread, run=started.run)
     control.settled = True
     yield RunErrorEvent(message="The run was cancelled.", code="CANCELLED", category="client_error",
                         isRetryable=False)
@@ -282,6 +282,6 @@ async def _end_failed(started: StartedRun, control: RunControl, step: Step | Non
         await _save_partial(started, step, cancelled=False)
     except Exception:  # noqa: BLE001 - the lock must be released even if storing the partial fails
         log.exception("Could not store the partial message of run %s", started.run.id)
-    await db_call(services.run_failed, thread=started.thread, run=started.run, code=code, message=message)
+    await db_call(services.run_fail, thread=started.thread, run=started.run, code=code, message=message)
     control.settled = True
     yield RunErrorEvent(message=message, code=code, category=category, isRetryable=retryable)

@@ -83,7 +83,7 @@ def run_start(*, principal: Principal, body: wire.CreateRunBody, thread_id: str 
         else:
             thread = _start_on_thread(principal, body, run, thread_id)
             tools = project_tools(thread)
-            history = selectors.messages_all(thread=thread)
+            history = selectors.message_list_all(thread=thread)
     thread.project = principal.project  # the loop reads it from async code: no lazy loads there
     started = StartedRun(thread=thread, run=run, body=body, history=history, created_thread=thread_id is None,
                          tools=tools)
@@ -103,7 +103,7 @@ def _start_new_thread(principal: Principal, body: wire.CreateRunBody, run: Run) 
     lock_take_created(thread=thread, run_id=run.id, status=RunStatus.STREAMING)
     spec = getattr(body, "thread", None)
     # Without initial messages the history is exactly what was just stored: no need to read it back.
-    history = selectors.messages_all(thread=thread) if spec is not None and spec.initial_messages else stored
+    history = selectors.message_list_all(thread=thread) if spec is not None and spec.initial_messages else stored
     return thread, history
 
 
@@ -242,7 +242,7 @@ def run_complete(*, thread: Thread, run: Run) -> bool:
                         run_fields=_run_fields(run))
 
 
-def run_cancelled(*, thread: Thread, run: Run) -> bool:
+def run_cancel(*, thread: Thread, run: Run) -> bool:
     # A cancelled run still counts as the last completed one, so the next message can follow it.
     return lock_release(thread_id=thread.id, run_id=run.id, run_status=Run.Status.CANCELLED,
                         thread_fields={"pending_tool_call_ids": [], "last_completed_run_id": run.id,
@@ -250,7 +250,7 @@ def run_cancelled(*, thread: Thread, run: Run) -> bool:
                         error_code="CANCELLED", error_message="The run was cancelled.", run_fields=_run_fields(run))
 
 
-def run_failed(*, thread: Thread, run: Run, code: str, message: str) -> bool:
+def run_fail(*, thread: Thread, run: Run, code: str, message: str) -> bool:
     return lock_release(thread_id=thread.id, run_id=run.id, run_status=Run.Status.FAILED,
                         thread_fields={"pending_tool_call_ids": [], "last_completed_run_id": run.id,
                                        "last_run_cancelled": None,

@@ -126,10 +126,10 @@ def _object_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return {"type": "object", "properties": {}, "additionalProperties": True}
 
 
-def build_toolbox(*, project, client_tools: list[wire.ClientTool], components: list[wire.AvailableComponent],
+def toolbox_build(*, project, client_tools: list[wire.ClientTool], components: list[wire.AvailableComponent],
                   mcp_tools: dict[str, tuple[Any, str, ModelTool]] | None = None,
                   enabled: list[str] | None = None) -> Toolbox:
-    """Synchronous part; MCP listing is async, see `load_mcp_tools`. Reads the project's enabled
+    """Synchronous part; MCP listing is async, see `mcp_tools_load`. Reads the project's enabled
     built-in tools from the database unless `enabled` (their names, already read) is given."""
     from django.conf import settings
 
@@ -167,7 +167,7 @@ def mcp_configs(project) -> list[Any]:
 _cache = None
 
 
-async def load_mcp_tools(configs: list[Any]) -> dict[str, tuple[Any, str, ModelTool]]:
+async def mcp_tools_load(configs: list[Any]) -> dict[str, tuple[Any, str, ModelTool]]:
     """Lists each server's tools (cached briefly); a server that cannot be reached is left out."""
     global _cache
     if not configs:

@@ -16,7 +16,7 @@ from core.input_guard import request_json
 from core.problems import Problem, response_for
 from core.validation import int_param, parse_body
 from runs.assist.names import thread_name_generate
-from runs.assist.suggestions import suggestion_list, suggestions_generate
+from runs.assist.suggestions import suggestion_generate, suggestion_list
 from tambo_project.auth import Principal, aresolve_principal
 from threads.presenters import named_thread_to_wire, suggestion_to_wire
 
@@ -99,5 +99,5 @@ async def _generate(request: HttpRequest, principal: Principal, scope: dict):
     body = parse_body(wire.CreateSuggestionsBody, _json_object(request))
     # The body names the user, as on every POST; the query is accepted too, as for generate-name.
     user_key = principal.user_key(body.user_key if body.user_key is not None else _query_user_key(request))
-    return await suggestions_generate(**scope, user_key=user_key, max_suggestions=body.max_suggestions,
+    return await suggestion_generate(**scope, user_key=user_key, max_suggestions=body.max_suggestions,
                                       components=body.available_components or ())
