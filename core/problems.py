@@ -9,7 +9,7 @@ import json
 import logging
 from typing import Any
 
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from rest_framework import exceptions as drf_exc
 
 log = logging.getLogger(__name__)
@@ -126,11 +126,6 @@ def drf_exception_handler(exc: Exception, context: dict) -> HttpResponse | None:
         return response_for(exc, instance)
     if isinstance(exc, drf_exc.APIException):
         return response_for(_drf_problem(exc), instance)
-    from django.core.exceptions import RequestDataTooBig
-    from django.http import Http404
-
-    if isinstance(exc, RequestDataTooBig):
-        return problem_response(413, "PAYLOAD_TOO_LARGE", "The request body is too large.", instance)
     if isinstance(exc, Http404):
         return problem_response(404, "NOT_FOUND", "No such resource.", instance)
     if is_database_unavailable(exc):

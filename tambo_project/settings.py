@@ -37,7 +37,6 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "tambo_project.cors.CorsMiddleware",
-    "tambo_project.middleware.BodySizeLimitMiddleware",
     "tambo_project.middleware.InputSanityMiddleware",
     # Django's own middleware, run on the event loop for async requests (no thread hop per step).
     "tambo_project.inline_middleware.SecurityMiddleware",
@@ -155,7 +154,9 @@ SPECTACULAR_SETTINGS = {
 
 # --- Limits -------------------------------------------------------------------------------------
 MAX_REQUEST_BYTES = env.int("MAX_REQUEST_BYTES", default=1_000_000)
-DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BYTES
+# The one body limit is MAX_REQUEST_BYTES at the ASGI edge (tambo_project/asgi_limits.py), which also
+# counts chunked bodies; Django's own check sees only Content-Length and would answer in its own shape.
+DATA_UPLOAD_MAX_MEMORY_SIZE = None
 RUN_LEASE_SECONDS = env.float("RUN_LEASE_SECONDS", default=30.0)
 # How often one process renews the leases and looks for cancels of all the runs it streams.
 RUN_WATCH_INTERVAL = env.float("RUN_WATCH_INTERVAL", default=0.5)
