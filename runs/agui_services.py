@@ -18,8 +18,7 @@ from core.problems import Problem, validation_error
 from runs import agui
 from runs.lock import lock_take
 from runs.models import Run
-from runs.services import (ABANDONED_TEXT, StartedRun, _check_tool_results, _count_turn_tool_calls,
-                           _request_params)
+from runs.services import ABANDONED_TEXT, StartedRun, _check_tool_results, _request_params
 from tambo_project.auth import Principal
 from threads import selectors
 from threads import services as thread_services
@@ -65,7 +64,6 @@ def agui_run_start(*, principal: Principal, run_input: RunAgentInput) -> Started
         tools = project_tools_of(principal.project)
     thread.project = principal.project  # the loop reads it from async code: no lazy loads there
     started = StartedRun(thread=thread, run=run, body=body, history=history, tools=tools)
-    _count_turn_tool_calls(started)
     return started
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -13,6 +14,7 @@ from core.ids import new_id
 from core.problems import Problem
 from runs.lock import lock_release, lock_take, lock_take_created
 from runs.models import Run
+from runs.tool_counts import TurnToolCounts
 from tambo_project.auth import Principal
 from threads import selectors
 from threads import services as thread_services
@@ -31,9 +33,13 @@ class StartedRun:
     body: wire.CreateRunBody
     history: list[Message]
     created_thread: bool = False
-    tool_counts: dict[str, int] = field(default_factory=dict)  # calls made earlier in this user turn
-    identical_counts: dict[str, int] = field(default_factory=dict)
     tools: ProjectTools = field(default_factory=ProjectTools)  # the project's server tools, read with the lock
+    tool_counts: TurnToolCounts = field(init=False)  # from the calls made earlier in this user turn
+
+    def __post_init__(self) -> None:
+        turn_limit = self.thread.project.max_tool_calls_per_turn or settings.MAX_TOOL_CALLS_PER_TURN
+        self.tool_counts = TurnToolCounts.of_turn(self.history, turn_limit=turn_limit,
+                                                  max_identical=settings.MAX_IDENTICAL_TOOL_CALLS)
 
 
 def _tool_results(body: wire.CreateRunBody) -> dict[str, wire.InToolResultBlock]:
@@ -87,7 +93,6 @@ def run_start(*, principal: Principal, body: wire.CreateRunBody, thread_id: str 
     thread.project = principal.project  # the loop reads it from async code: no lazy loads there
     started = StartedRun(thread=thread, run=run, body=body, history=history, created_thread=thread_id is None,
                          tools=tools)
-    _count_turn_tool_calls(started)
     return started
 
 
@@ -181,26 +186,6 @@ def _is_retry_of_failed_turn(thread: Thread, content: list[dict]) -> bool:
     last = thread.messages.order_by("-created_at", "-id").first()
     return (last is not None and last.role == Message.Role.USER and last.run_id == thread.last_completed_run_id
             and last.content == content)
-
-
-def _count_turn_tool_calls(started: StartedRun) -> None:
-    """Counts the tool calls made since the user's last own message (the current user turn)."""
-    for message in reversed(started.history):
-        if message.role == Message.Role.USER and any(b.get("type") in ("text", "resource") for b in message.content):
-            break
-        if message.role != Message.Role.ASSISTANT:
-            continue
-        for block in message.content:
-            if block.get("type") == "tool_use":
-                started.tool_counts[block["name"]] = started.tool_counts.get(block["name"], 0) + 1
-                key = call_signature(block["name"], block.get("input"))
-                started.identical_counts[key] = started.identical_counts.get(key, 0) + 1
-
-
-def call_signature(name: str, arguments: Any) -> str:
-    import json
-
-    return name + ":" + json.dumps(arguments, sort_keys=True, ensure_ascii=False)
 
 
 def step_persist(*, thread: Thread, run: Run, message_id: str, content: list[dict], cancelled: bool,
