@@ -19,7 +19,7 @@ from core.problems import is_database_unavailable
 from providers.base import ModelError, ModelRequest, Provider, StepEnd
 from runs import services, settle
 from runs.control import RunCancelled, RunControl
-from runs.history import build_model_messages, component_result_text
+from runs.history import build_model_messages, component_result_text, result_text
 from runs.lock import LEASE_EXPIRED_CODE
 from runs.services import StartedRun
 from runs.step import Call, Step
@@ -194,8 +194,6 @@ def _stored(call: Call, result: ToolResult) -> tuple[dict, str]:
     block = {"type": "tool_result", "toolUseId": call.id, "content": result.content}
     if result.is_error:
         block["isError"] = True
-    from runs.history import result_text
-
     return block, result_text(block)
 
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 from clientsdk import types as wire
 from core.ids import new_id
 from core.problems import Problem
-from runs.lock import lock_release, lock_take, lock_take_created
+from runs.lock import lock_release, lock_request_cancel, lock_take, lock_take_created
 from runs.models import Run
 from runs.tool_counts import TurnToolCounts
 from tambo_project.auth import Principal
@@ -250,8 +250,6 @@ def _run_fields(run: Run) -> dict[str, Any]:
 
 def run_cancel_request(*, principal: Principal, thread_id: str, run_id: str, user_key_raw: object) -> None:
     """Flags the thread's active run `run_id` for cancellation; 404 RUN_NOT_FOUND if it is not the active one."""
-    from runs.lock import lock_request_cancel
-
     user_key = principal.user_key(user_key_raw)
     selectors.thread_get(project=principal.project, user_key=user_key, thread_id=thread_id)
     if not lock_request_cancel(thread_id=thread_id, run_id=run_id):

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from ag_ui.core import RunAgentInput
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from pydantic import BaseModel
 from pydantic.json_schema import model_json_schema
 
 from clientsdk import types as wire
+from gateway.openapi import GATEWAY_SECURITY, GATEWAY_SECURITY_DEFINITION, gateway_paths
 from tambo_project.openapi_oauth import BEARER_SCHEME, add_token_exchange
 
 SECURITY_SCHEME = "ApiKeyAuth"
@@ -226,8 +228,6 @@ def _add_ag_ui_model(components: dict[str, Any], model: type[BaseModel]) -> dict
 
 
 def _agui_path(components: dict[str, Any]) -> dict[str, Any]:
-    from ag_ui.core import RunAgentInput
-
     operation = _run_operation(
         "aguiRun", "Run an AG-UI agent turn on the client's thread", _add_ag_ui_model(components, RunAgentInput),
         {"X-Thread-Id": {"description": "The server's thread id (`thr_…`).", "schema": {"type": "string"}},
@@ -280,8 +280,6 @@ def postprocess_v1_schema(result: dict[str, Any], generator, request, public) ->
 
     paths.update(assist_paths(schemas))
     # The chat-completions gateway lives outside /v1 but belongs in the same reference.
-    from gateway.openapi import GATEWAY_SECURITY, GATEWAY_SECURITY_DEFINITION, gateway_paths
-
     components["securitySchemes"][GATEWAY_SECURITY] = GATEWAY_SECURITY_DEFINITION
     paths.update(gateway_paths())
     result["paths"] = dict(sorted(paths.items()))

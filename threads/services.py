@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+import jsonpatch
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -103,8 +104,6 @@ def component_state_set(*, thread: Thread, component_id: str, state: dict[str, A
     active. 404 COMPONENT_NOT_FOUND for an unknown component, 400 INVALID_JSON_PATCH when the patch
     does not apply.
     """
-    import jsonpatch
-
     if (state is None) == (patch is None) or (patch is not None and not patch):
         raise Problem(400, "VALIDATION_ERROR", "Send exactly one of state (an object) or patch (a non-empty array).",
                       field="state")

@@ -13,6 +13,7 @@ from typing import Any
 from django.db.models import Aggregate, JSONField, OuterRef, Subquery
 from django.db.models.functions import JSONObject
 
+from threads.models import Project
 from tools.models import McpServer, ProjectTool
 
 _MCP_FIELDS = ("name", "transport", "command", "args", "env", "url", "headers")
@@ -47,7 +48,7 @@ class ProjectTools:
 
 def project_tools(row: Any) -> ProjectTools:
     """The tools read through `tool_annotations` on `row` (a model instance carrying them)."""
-    from tools.mcp_client import McpServerConfig
+    from tools.mcp_client import McpServerConfig  # the MCP SDK takes a second to import: only when used
 
     configs = []
     for server in _json(row.tools_mcp):
@@ -62,8 +63,6 @@ def project_tools(row: Any) -> ProjectTools:
 
 def project_tools_of(project: Any) -> ProjectTools:
     """The project's tools, one statement."""
-    from threads.models import Project
-
     return project_tools(Project.objects.filter(pk=project.pk).annotate(**tool_annotations("pk")).get())
 
 
