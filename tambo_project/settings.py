@@ -85,7 +85,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": SQLITE_PATH + "-test"}
 else:
     DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=0))
-# The run path's database work runs on DB_THREADS shared worker threads (runs/db.py), and on
+# The run path's database work runs on DB_THREADS shared worker threads (core/db.py), and on
 # PostgreSQL every connection comes from a pool of at most DB_POOL_SIZE (0: no pool, e.g. behind
 # PgBouncer; each worker then keeps one connection). A request that finds no free connection within
 # DB_POOL_TIMEOUT seconds answers 503 with Retry-After: DB_RETRY_AFTER.
