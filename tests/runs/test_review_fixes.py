@@ -18,6 +18,7 @@ from django.test import AsyncClient, Client
 
 from runs import services
 from runs.control import RunControl, Watcher
+from tests.support.sse import decode_events
 from threads import services as thread_services
 from threads.models import ApiKey, RunStatus, Thread
 
@@ -25,8 +26,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_dbs]
 
 
 def _events(chunks: list[bytes]) -> list[dict]:
-    text = b"".join(chunks).decode()
-    return [json.loads(line[len("data: "):]) for line in text.split("\n") if line.startswith("data: ")]
+    return list(decode_events(chunks))
 
 
 async def _stream_new_run(key: str, text: str) -> tuple[str, list[dict]]:

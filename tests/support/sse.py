@@ -2,14 +2,19 @@
 from __future__ import annotations
 
 import json
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import requests
 
 
 def iter_events(response: requests.Response) -> Iterator[dict]:
+    yield from decode_events(response.iter_content(chunk_size=None))
+
+
+def decode_events(chunks: Iterable[bytes]) -> Iterator[dict]:
+    """The JSON `data` of each event in a body that arrives in `chunks` (the tests' one SSE decoder)."""
     buffer = b""
-    for chunk in response.iter_content(chunk_size=None):
+    for chunk in chunks:
         buffer += chunk
         while b"\n\n" in buffer:
             frame, buffer = buffer.split(b"\n\n", 1)
