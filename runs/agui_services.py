@@ -13,7 +13,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from pydantic import ValidationError
 
-from clientsdk import types as wire
+from clientsdk import wire
 from core.problems import Problem, validation_error
 from runs import agui
 from runs.lock import lock_take

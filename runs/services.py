@@ -8,7 +8,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from clientsdk import types as wire
+from clientsdk import wire
 from core.ids import new_id
 from core.problems import Problem
 from runs.lock import lock_release, lock_take, lock_take_created

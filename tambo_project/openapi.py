@@ -16,7 +16,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from pydantic import BaseModel
 from pydantic.json_schema import model_json_schema
 
-from clientsdk import types as wire
+from clientsdk import wire
 from tambo_project.openapi_oauth import BEARER_SCHEME, add_token_exchange
 
 SECURITY_SCHEME = "ApiKeyAuth"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from clientsdk import types as wire
+from clientsdk import wire
 from runs.models import Run
 from tambo_project.auth import Principal
 from core.problems import Problem

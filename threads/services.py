@@ -6,7 +6,7 @@ from typing import Any, Iterable
 from django.db import transaction
 from django.utils import timezone
 
-from clientsdk import types as wire
+from clientsdk import wire
 from core.problems import Problem
 from threads.models import Message, Project, Thread
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clientsdk import types as wire
+from clientsdk import wire
 from tambo_project.openapi import (PROBLEM_CONTENT_TYPE, PROBLEM_REF, SECURITY, _add_model, _path_param,
                                    _problem)
 

@@ -13,7 +13,7 @@ from typing import Annotated, Sequence
 from django.db import transaction
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StringConstraints
 
-from clientsdk import types as wire
+from clientsdk import wire
 from core.db import db_call
 from core.problems import Problem
 from providers.base import ModelRequest, ModelTask

@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
-from clientsdk import types as wire
+from clientsdk import wire
 from core.db import db_call
 from core.input_guard import request_json
 from core.problems import Problem, response_for

@@ -46,7 +46,7 @@ SCRIPT = textwrap.dedent("""
     assert parse_partial('{"a": [1, "b') == {"a": [1, "b"]}
     client = Client("http://127.0.0.1:9", "k", "u")
     client.register_tool("echo", lambda text: text, "Echo", {"type": "object"})
-    assert client.build_run_body({"role": "user", "content": []}, previous_run_id=None)["tools"][0]["name"] == "echo"
+    assert client.build_run_body({"role": "user", "content": [{"type": "text", "text": "hi"}]}, previous_run_id=None)["tools"][0]["name"] == "echo"
     leaked = sorted(m for m in sys.modules if m.split(".")[0] in SERVER_PACKAGES)
     assert not leaked, leaked
     print("CLIENTSDK-OK")

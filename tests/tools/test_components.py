@@ -16,7 +16,7 @@ from tests.conftest import Api
 from tests.support.fake_openai import Text, ToolCall, ToolCalls
 from tests.support.run_requests import run, text_of
 from tests.support.sse import types
-from tools.partial_json import parse_partial
+from clientsdk.partial_json import parse_partial
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
