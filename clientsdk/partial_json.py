@@ -5,7 +5,9 @@ Tool-call arguments arrive from the model a few characters at a time. To stream 
 already determines (`tools/props_stream.py` feeds a `PartialParser`, so 200 KB of props are not
 re-parsed per fragment); the client shows streamed tool-call arguments the same way
 (`clientsdk.snapshot`). It lives in the client's distribution, which the server depends on, and
-imports nothing but the standard library. `parse_partial` returns exactly that, and nothing that could still change:
+imports nothing but the standard library.
+
+`parse_partial` returns the value the text determines, and nothing that could still change:
 
 - open strings, arrays and objects are closed at the end of the text;
 - an object key without a complete value is dropped (`{"a": ` and `{"a": tr` give `{}`);
