@@ -2,7 +2,7 @@
 its props stream as JSON Patch operations in `tambo.component.*` events, and the assistant message keeps a
 component block with the final props and an empty state.
 
-Oracle for "the props known at every step": `tools.partial_json.parse_partial` of the arguments text
+Oracle for "the props known at every step": `clientsdk.partial_json.parse_partial` of the arguments text
 received so far (its own property tests live in test_partial_json.py).
 """
 from __future__ import annotations
