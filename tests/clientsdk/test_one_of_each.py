@@ -53,10 +53,10 @@ def test_the_server_imports_the_shared_modules_without_the_clients_http_layer():
 
 
 def test_the_server_and_the_client_share_the_same_wire_models():
+    import runs.openapi
     import threads.presenters
-    import tambo_project.openapi
 
-    assert threads.presenters.wire is wire and tambo_project.openapi.wire is wire
+    assert threads.presenters.wire is wire and runs.openapi.wire is wire
 
 
 def test_a_run_body_the_client_builds_is_one_the_server_parses_back_unchanged():
