@@ -40,7 +40,9 @@ def _drop_none(params: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if v is not None}
 
 
-def user_message(message: str | list[dict[str, Any]] | dict[str, Any], additional_context: Any = None) -> dict[str, Any]:
+def user_message(
+    message: str | list[dict[str, Any]] | dict[str, Any], additional_context: Any = None
+) -> dict[str, Any]:
     """The wire `message` of a run request from text, a list of content blocks, or a full message
     dict (camelCase, as on the wire). Raises pydantic.ValidationError for one the server would refuse."""
     if isinstance(message, str):

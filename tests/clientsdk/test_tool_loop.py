@@ -40,7 +40,8 @@ class Point(BaseModel):
 def test_tools_with_a_pydantic_model_get_a_validated_instance_and_its_schema():
     client = Client("http://127.0.0.1:9", "k", "u")
     client.register_tool("plot", lambda p: p.x + p.y, "Plot", Point)
-    body = client.build_run_body({"role": "user", "content": [{"type": "text", "text": "hi"}]}, previous_run_id=None)
+    body = client.build_run_body({"role": "user", "content": [{"type": "text", "text": "hi"}]},
+                                 previous_run_id=None)
     assert body["tools"][0]["inputSchema"]["properties"]["x"]["type"] == "integer"
     ok = client.execute_tool_call(PendingToolCall("c1", "plot", '{"x": 2, "y": 3}'))
     assert ok["content"] == [{"type": "text", "text": "5"}] and "isError" not in ok
@@ -109,7 +110,8 @@ def test_a_stdio_mcp_server_lends_its_tools():
     try:
         connection = client.connect_mcp_server(command=command, args=list(args), prefix="local_", mode="legacy")
         assert {"local_add", "local_echo", "local_fail"} <= set(client.tools)
-        body = client.build_run_body({"role": "user", "content": [{"type": "text", "text": "hi"}]}, previous_run_id=None)
+        body = client.build_run_body({"role": "user", "content": [{"type": "text", "text": "hi"}]},
+                                 previous_run_id=None)
         add = next(t for t in body["tools"] if t["name"] == "local_add")
         assert add["description"] == "Add two integers." and set(add["inputSchema"]["properties"]) == {"a", "b"}
         result = client.execute_tool_call(PendingToolCall("c1", "local_add", '{"a": 2, "b": 40}'))
