@@ -11,9 +11,9 @@ from django.utils import timezone
 from clientsdk import wire
 from core.ids import new_id
 from core.problems import Problem
+from projects.auth import Principal
 from runs.lock import lock_release, lock_take, lock_take_created
 from runs.models import Run
-from tambo_project.auth import Principal
 from threads import selectors
 from threads import services as thread_services
 from threads.models import Message, RunStatus, Thread

@@ -8,7 +8,8 @@ from django.utils import timezone
 
 from clientsdk import wire
 from core.problems import Problem
-from threads.models import Message, Project, Thread
+from projects.models import Project
+from threads.models import Message, Thread
 
 
 def thread_create(
