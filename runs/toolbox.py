@@ -17,7 +17,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from pydantic import ValidationError
 
-from clientsdk import types as wire
+from clientsdk import wire
 from providers.base import ModelTool
 from runs.history import component_tool_name
 from tools.models import ProjectTool

@@ -14,7 +14,7 @@ from django.http import HttpResponse
 
 from core.problems import problem_response
 from gateway.errors import INVALID_REQUEST, openai_error_response
-from tambo_project.oauth import oauth_answer
+from projects.oauth import oauth_answer
 
 
 def too_large(path: str) -> HttpResponse:

@@ -17,7 +17,7 @@ from core.input_guard import request_json
 from core.problems import (PROBLEM_CONTENT_TYPE, Problem, is_database_unavailable, problem_response,
                            response_for, unavailable)
 from gateway.errors import INVALID_REQUEST, SERVER_ERROR, openai_error_response
-from tambo_project.oauth import oauth_answer
+from projects.oauth import oauth_answer
 
 log = logging.getLogger(__name__)
 

@@ -8,9 +8,10 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from clientsdk import types as wire
+from clientsdk import wire
 from core.problems import Problem
-from threads.models import Message, Project, Thread
+from projects.models import Project
+from threads.models import Message, Thread
 
 
 def thread_create(

@@ -13,7 +13,7 @@ from typing import Any
 from django.db.models import Aggregate, JSONField, OuterRef, Subquery
 from django.db.models.functions import JSONObject
 
-from threads.models import Project
+from projects.models import Project
 from tools.models import McpServer, ProjectTool
 
 _MCP_FIELDS = ("name", "transport", "command", "args", "env", "url", "headers")
