@@ -1,12 +1,17 @@
-"""The byte-level SSE layer: sseclient-py over a `requests` streaming response.
+"""The byte-level SSE layer, the one both streams of this package read: the v1 run stream
+(`streaming.Stream`) and the chat-completions stream of the message engine (`message.sse`).
 
 sseclient-py does the framing (events split across network chunks, `data:` fields spread over
-several lines, `:` keep-alive comments, CRLF or LF line ends). We only feed it bytes as soon as they
-arrive and map transport failures to the client's own errors.
+several lines, `:` keep-alive comments, CRLF, LF or CR line ends, a last event the stream cut off
+without its blank line). We feed it bytes as soon as they arrive, make sure they are valid UTF-8
+first (sseclient-py would raise on a bad byte; we read U+FFFD instead, as browsers do), and map
+transport failures to the client's own errors.
 """
 from __future__ import annotations
 
+import codecs
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import requests
 import urllib3.exceptions
@@ -19,14 +24,15 @@ __all__ = ["iter_sse_data", "response_chunks"]
 _READ_SIZE = 64 * 1024
 
 
-def response_chunks(response: requests.Response) -> Iterator[bytes]:
-    """Yield the body of a streaming response as soon as bytes arrive.
+def response_chunks(response: Any) -> Iterator[bytes]:
+    """Yield the body of a streaming `requests.Response` as soon as bytes arrive.
 
     `response.iter_content` blocks until its chunk size is filled on a body without chunked
     transfer-encoding, which would hold events back; `read1` returns whatever one read gives.
+    Objects without a raw stream (test doubles) are read with `iter_content`. Raises
+    APITimeoutError or APIConnectionError when the connection stalls or breaks.
     """
-    raw = response.raw
-    read1 = getattr(raw, "read1", None)
+    read1 = getattr(getattr(response, "raw", None), "read1", None)
     try:
         if read1 is None:
             yield from response.iter_content(chunk_size=None)
@@ -42,7 +48,20 @@ def response_chunks(response: requests.Response) -> Iterator[bytes]:
         raise APIConnectionError(f"The event stream broke off: {exc.__class__.__name__}.") from exc
 
 
-def iter_sse_data(chunks: Iterable[bytes]) -> Iterator[str]:
-    """Yield the `data` of every event in a byte stream (events without data are skipped)."""
-    for event in SSEClient(chunks).events():
+def iter_sse_data(chunks: Iterable[bytes | str]) -> Iterator[str]:
+    """Yield the `data` of every event in a stream of network chunks (bytes, or already decoded
+    text); the data lines of one event are joined with `\\n`, events without data are skipped."""
+    for event in SSEClient(_valid_utf8(chunks)).events():
         yield event.data
+
+
+def _valid_utf8(chunks: Iterable[bytes | str]) -> Iterator[bytes]:
+    # An incremental decoder keeps a character split across two chunks whole.
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    for chunk in chunks:
+        text = chunk if isinstance(chunk, str) else decoder.decode(chunk)
+        if text:
+            yield text.encode()
+    tail = decoder.decode(b"", final=True)
+    if tail:
+        yield tail.encode()

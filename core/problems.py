@@ -9,7 +9,9 @@ import json
 import logging
 from typing import Any
 
-from django.http import HttpResponse
+from django.conf import settings
+from django.db import InterfaceError, OperationalError
+from django.http import Http404, HttpResponse
 from rest_framework import exceptions as drf_exc
 
 log = logging.getLogger(__name__)
@@ -47,11 +49,11 @@ class Problem(Exception):
 def is_database_unavailable(exc: BaseException) -> bool:
     """The database cannot be reached or has no connection to give (an outage, a restart, a failover,
     an exhausted pool): a passing condition, answered 503, not a bug."""
-    from django.db import InterfaceError, OperationalError
-
     if isinstance(exc, (DatabaseUnavailable, OperationalError, InterfaceError)):
         return True
-    try:  # psycopg's own errors (a pool timeout, for one) when raised outside Django's wrapper
+    # psycopg's own errors (a pool timeout, for one) when raised outside Django's wrapper. Imported
+    # here because it is optional: a SQLite-only install has no psycopg.
+    try:
         import psycopg
     except ImportError:  # pragma: no cover - SQLite-only installs
         return False
@@ -62,8 +64,6 @@ class DatabaseUnavailable(Problem):
     """The database cannot be reached or has no free connection: 503 with Retry-After (DB_RETRY_AFTER)."""
 
     def __init__(self) -> None:
-        from django.conf import settings
-
         super().__init__(503, "SERVICE_UNAVAILABLE", "The service is temporarily unavailable; try again shortly.",
                          retryAfter=settings.DB_RETRY_AFTER)
 
@@ -126,11 +126,6 @@ def drf_exception_handler(exc: Exception, context: dict) -> HttpResponse | None:
         return response_for(exc, instance)
     if isinstance(exc, drf_exc.APIException):
         return response_for(_drf_problem(exc), instance)
-    from django.core.exceptions import RequestDataTooBig
-    from django.http import Http404
-
-    if isinstance(exc, RequestDataTooBig):
-        return problem_response(413, "PAYLOAD_TOO_LARGE", "The request body is too large.", instance)
     if isinstance(exc, Http404):
         return problem_response(404, "NOT_FOUND", "No such resource.", instance)
     if is_database_unavailable(exc):

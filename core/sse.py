@@ -13,8 +13,28 @@ SSE_HEADERS = {
 }
 
 
+class _SSEResponse(StreamingHttpResponse):
+    """Closes its chunks' generator as soon as the server stops sending, also when a write fails.
+
+    Django's ASGI handler closes only the iterator it asks the response for, not the generator
+    behind it; after a failed write the exception's traceback keeps that generator alive until the
+    garbage collector happens to find the cycle, and until then a run whose client is gone would
+    go on streaming into nothing (its `finally` is what cancels it: runs/views.py `_write`).
+    """
+
+    async def __aiter__(self):
+        chunks = self._iterator
+        try:
+            async for part in chunks:
+                yield self.make_bytes(part)
+        finally:
+            close = getattr(chunks, "aclose", None)
+            if close is not None:
+                await close()
+
+
 def sse_response(chunks: AsyncIterator[bytes]) -> StreamingHttpResponse:
-    response = StreamingHttpResponse(chunks, content_type="text/event-stream")
+    response = _SSEResponse(chunks, content_type="text/event-stream")
     for header, value in SSE_HEADERS.items():
         response[header] = value
     return response

@@ -5,7 +5,6 @@ TinyRobot's `responseProvider`) raises its usual, typed errors. Vendor failures 
 fixed sentences: nothing a vendor said (it may echo keys or request content) reaches the caller.
 """
 import json
-import math
 
 from django.http import HttpResponse
 
@@ -63,9 +62,8 @@ def from_model_error(error: ModelError) -> GatewayError:
     problem, so 502.
     """
     if error.code == "LLM_RATE_LIMITED":
-        retry_after = math.ceil(error.retry_after) if error.retry_after is not None else None
         return GatewayError(429, error.message, type_=RATE_LIMIT, code="upstream_rate_limited",
-                            retry_after=retry_after)
+                            retry_after=error.retry_after_header)
     if error.code == "LLM_CLIENT_ERROR" and error.status in (400, 413, 422):
         return GatewayError(400, error.message, code="upstream_rejected")
     return GatewayError(502, error.message, type_=SERVER_ERROR, code="upstream_error")

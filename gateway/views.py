@@ -13,7 +13,6 @@ import logging
 from typing import Any, AsyncIterator
 
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
@@ -110,10 +109,6 @@ def _body(request: HttpRequest) -> Any:
     except InputError as error:
         param = None if error.field == "body" else error.field
         raise GatewayError(400, error.detail, code="invalid_value", param=param) from None
-    except RequestDataTooBig:
-        # A chunked body has no Content-Length for BodySizeLimitMiddleware to check; Django
-        # measures it while reading (DATA_UPLOAD_MAX_MEMORY_SIZE is MAX_REQUEST_BYTES).
-        raise GatewayError(413, "Request body too large.", code="payload_too_large") from None
 
 
 async def _first(deltas: AsyncIterator[Delta]) -> Delta:

@@ -14,6 +14,8 @@ def get_provider(name: str | None = None) -> Provider:
 
 @lru_cache(maxsize=8)
 def _provider(name: str) -> Provider:
+    # Only the chosen provider's module is imported: the openai SDK is a slow import that an
+    # offline server never needs.
     if name == "offline":
         from providers.offline import OfflineProvider
 

@@ -7,6 +7,7 @@ shapes the real one does.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Protocol, Union
 
@@ -101,6 +102,12 @@ class ModelError(Exception):
     @property
     def category(self) -> str:
         return "client_error" if self.code == "LLM_CLIENT_ERROR" else "server_error"
+
+    @property
+    def retry_after_header(self) -> int | None:
+        """The vendor's wait as the Retry-After this server answers with: whole seconds, rounded up
+        and at least 1 (a 0 would invite the caller to repeat a rate-limited call at once)."""
+        return None if self.retry_after is None else max(1, math.ceil(self.retry_after))
 
 
 class Provider(Protocol):

@@ -13,15 +13,14 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from pydantic import ValidationError
 
-from clientsdk import types as wire
+from clientsdk import wire
 from core.problems import Problem, validation_error
 from projects.auth import Principal
 from projects.models import Project
 from runs import agui
 from runs.lock import lock_take
 from runs.models import Run
-from runs.services import (ABANDONED_TEXT, StartedRun, _check_tool_results, _count_turn_tool_calls,
-                           _request_params)
+from runs.services import ABANDONED_TEXT, StartedRun, _check_tool_results, _request_params
 from threads import selectors
 from threads import services as thread_services
 from threads.models import Message, RunStatus, Thread
@@ -62,11 +61,10 @@ def agui_run_start(*, principal: Principal, run_input: RunAgentInput) -> Started
         # Straight into STREAMING, as /v1 runs: the loop starts the model at once.
         thread = lock_take(thread_id=thread.id, run_id=run.id, in_lock=in_lock, status=RunStatus.STREAMING)
         # Read in the lock's transaction: a failure here rolls the lock back with everything else.
-        history = selectors.messages_all(thread=thread)
+        history = selectors.message_list_all(thread=thread)
         tools = project_tools_of(principal.project)
     thread.project = principal.project  # the loop reads it from async code: no lazy loads there
     started = StartedRun(thread=thread, run=run, body=body, history=history, tools=tools)
-    _count_turn_tool_calls(started)
     return started
 
 

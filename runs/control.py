@@ -238,7 +238,7 @@ def _tick_in_db(run_ids: list[str], checkpoints: dict[str, tuple[str, str]],
     from django.db import connections
 
     from runs.event_log import log_cleanup
-    from runs.recovery import checkpoint_write, expired_sweep
+    from runs.recovery import checkpoint_write, expired_lease_sweep
 
     try:
         flagged = _renew_and_poll(run_ids) if run_ids else []
@@ -250,7 +250,7 @@ def _tick_in_db(run_ids: list[str], checkpoints: dict[str, tuple[str, str]],
             written = False
             _log_failure("Run watcher: checkpoints failed", exc)
         try:
-            expired_sweep()
+            expired_lease_sweep()
         except Exception as exc:  # noqa: BLE001 - logged; the next tick sweeps again
             _log_failure("Run watcher: the expired-lease sweep failed", exc)
         if cleanup:

@@ -23,6 +23,7 @@ from core.problems import Problem
 from runs.models import Run
 from runs.recovery import DEAD_RUN_MESSAGE, partial_store
 from threads.models import LEASE_EXPIRED_CODE, LEASE_EXPIRED_ERROR, RunStatus, Thread
+from threads.services import thread_lock
 
 
 def _lease_deadline():
@@ -51,8 +52,8 @@ def lock_take(*, thread_id: str, run_id: str, in_lock: Callable[[Thread], Any] |
     """Takes the run lock of a thread for `run_id` (IDLE → `status`, WAITING unless the caller
     starts streaming at once) and returns the locked thread.
 
-    Holds the thread's row lock for one short transaction, read with one SELECT … FOR UPDATE of
-    `queryset` (default all threads; a caller narrows it to what the requester may see, and may
+    Holds the thread's row lock for one short transaction, taken by threads.services `thread_lock`
+    on `queryset` (default all threads; a caller narrows it to what the requester may see, and may
     annotate it to read more in the same statement). `check(thread)` runs first, on the locked row,
     for the checks that come before the lock's own (spec section 3). `in_lock(thread)` runs after
     the lock check, so the caller can write what must change atomically with the lock (the Run row,
@@ -61,10 +62,7 @@ def lock_take(*, thread_id: str, run_id: str, in_lock: Callable[[Thread], Any] |
     lock; an expired lease is taken over and its run recorded as failed.
     """
     with transaction.atomic():
-        rows = (Thread.objects.all() if queryset is None else queryset).select_for_update(of=("self",))
-        thread = rows.filter(pk=thread_id).first()
-        if thread is None:  # unknown, not the requester's, or deleted since the caller looked it up
-            raise Problem(404, "THREAD_NOT_FOUND", f"Thread {thread_id} was not found.")
+        thread = thread_lock(thread_id=thread_id, queryset=queryset)
         if check is not None:
             check(thread)
         if thread.run_status != RunStatus.IDLE:

@@ -13,23 +13,22 @@ from typing import AsyncIterator
 
 from ag_ui.core import (BaseEvent, CustomEvent, RunErrorEvent, RunFinishedEvent, RunFinishedSuccessOutcome,
                         RunStartedEvent, ToolCallResultEvent)
-from django.conf import settings
 
 from core.db import db_call
 from core.problems import is_database_unavailable
 from providers.base import ModelError, ModelRequest, Provider, StepEnd
 from runs import services, settle
 from runs.control import RunCancelled, RunControl
-from runs.history import build_model_messages, component_result_text
+from runs.history import build_model_messages, component_result_text, result_text
 from runs.lock import LEASE_EXPIRED_CODE
-from runs.services import StartedRun, call_signature
+from runs.services import StartedRun
 from runs.step import Call, Step
-from runs.toolbox import Toolbox, ToolResult, build_toolbox, error_result, load_mcp_tools
+from runs.tool_counts import TurnToolCounts
+from runs.toolbox import Toolbox, ToolResult, error_result, mcp_tools_load, toolbox_build
 
 log = logging.getLogger(__name__)
 
 MAX_STEPS = 50
-LIMIT_NOTE = " Answer the user now without calling more tools."
 UNAVAILABLE_CODE = "SERVICE_UNAVAILABLE"  # the database went away during the run (retryable)
 
 
@@ -79,7 +78,6 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
         # run_start took the lock straight into STREAMING and read the project's tools with it.
         toolbox = await _toolbox(started)
         messages = build_model_messages(thread.project.system_prompt, started.history)
-        counts = _Counts(started)
         for _ in range(MAX_STEPS):
             persisted = None  # a cancel from here on leaves the previous, finished step alone
             control.check()
@@ -92,7 +90,7 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
             control.step = None  # stored: nothing left to checkpoint or to store after a crash
             messages.append(persisted.model_message())
             pending: list[Call] = []
-            async for event in _resolve_calls(started, persisted, toolbox, counts, control, messages, pending):
+            async for event in _resolve_calls(started, persisted, toolbox, control, messages, pending):
                 yield event
             if pending:
                 async for event in _pause(started, control, pending):
@@ -117,8 +115,8 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
             yield event
 
 
-async def _resolve_calls(started: StartedRun, persisted: Step, toolbox: Toolbox, counts: "_Counts",
-                         control: RunControl, messages: list[dict], pending: list[Call]) -> AsyncIterator[BaseEvent]:
+async def _resolve_calls(started: StartedRun, persisted: Step, toolbox: Toolbox, control: RunControl,
+                         messages: list[dict], pending: list[Call]) -> AsyncIterator[BaseEvent]:
     """Answers the step's calls that the server answers (server tools, components, refusals),
     yielding TOOL_CALL_RESULT for each stored result; client calls are appended to `pending`.
 
@@ -128,7 +126,7 @@ async def _resolve_calls(started: StartedRun, persisted: Step, toolbox: Toolbox,
     results: list[tuple[str, dict]] = []
     try:
         for call in persisted.calls.values():
-            outcome = await _resolve(call, toolbox, counts, control)
+            outcome = await _resolve(call, toolbox, started.tool_counts, control)
             if outcome is None:
                 pending.append(call)
                 continue
@@ -146,9 +144,9 @@ async def _resolve_calls(started: StartedRun, persisted: Step, toolbox: Toolbox,
 
 async def _toolbox(started: StartedRun) -> Toolbox:
     body = started.body
-    toolbox = build_toolbox(project=started.thread.project, client_tools=body.tools or [],
+    toolbox = toolbox_build(project=started.thread.project, client_tools=body.tools or [],
                             components=body.available_components or [], enabled=started.tools.enabled)
-    toolbox.mcp_tools = await load_mcp_tools(started.tools.mcp_configs)
+    toolbox.mcp_tools = await mcp_tools_load(started.tools.mcp_configs)
     return toolbox
 
 
@@ -174,32 +172,7 @@ async def _model_step(step: Step, messages: list[dict], started: StartedRun, pro
         yield event
 
 
-class _Counts:
-    """Tool-call limits for the current user turn (spec: maxCalls, per-turn total, identical calls)."""
-
-    def __init__(self, started: StartedRun):
-        self.by_tool = dict(started.tool_counts)
-        self.identical = dict(started.identical_counts)
-        self.total = sum(self.by_tool.values())
-        self.turn_limit = started.thread.project.max_tool_calls_per_turn or settings.MAX_TOOL_CALLS_PER_TURN
-
-    def refuse(self, call: Call, toolbox: Toolbox, arguments: dict) -> str | None:
-        signature = call_signature(call.name, arguments)
-        max_calls = toolbox.max_calls(call.name)
-        if max_calls is not None and self.by_tool.get(call.name, 0) >= max_calls:
-            return f"Tool call limit reached: {call.name} may be called at most {max_calls} times." + LIMIT_NOTE
-        if self.total >= self.turn_limit:
-            return f"Tool call limit reached: at most {self.turn_limit} tool calls per user message." + LIMIT_NOTE
-        if self.identical.get(signature, 0) >= settings.MAX_IDENTICAL_TOOL_CALLS:
-            return (f"Tool call limit reached: {call.name} was already called "
-                    f"{settings.MAX_IDENTICAL_TOOL_CALLS} times with these same arguments." + LIMIT_NOTE)
-        self.by_tool[call.name] = self.by_tool.get(call.name, 0) + 1
-        self.identical[signature] = self.identical.get(signature, 0) + 1
-        self.total += 1
-        return None
-
-
-async def _resolve(call: Call, toolbox: Toolbox, counts: _Counts,
+async def _resolve(call: Call, toolbox: Toolbox, counts: TurnToolCounts,
                    control: RunControl) -> tuple[dict | None, str] | None:
     """What a call leads to: None while a client must answer it, else (stored block or None, text for the model)."""
     if call.kind == "component":
@@ -209,7 +182,7 @@ async def _resolve(call: Call, toolbox: Toolbox, counts: _Counts,
         return _stored(call, error_result(invalid))
     if call.kind is None:
         return _stored(call, error_result(f"There is no tool named {call.name}; use one of the tools offered."))
-    refusal = counts.refuse(call, toolbox, arguments)
+    refusal = counts.refuse(call.name, arguments, toolbox.max_calls(call.name))
     if refusal:
         return _stored(call, error_result(refusal))
     if call.kind == "client":
@@ -221,8 +194,6 @@ def _stored(call: Call, result: ToolResult) -> tuple[dict, str]:
     block = {"type": "tool_result", "toolUseId": call.id, "content": result.content}
     if result.is_error:
         block["isError"] = True
-    from runs.history import result_text
-
     return block, result_text(block)
 
 
@@ -270,7 +241,7 @@ async def _save_partial(started: StartedRun, step: Step | None, cancelled: bool,
 async def _end_cancelled(started: StartedRun, control: RunControl, step: Step | None,
                          persisted: Step | None) -> AsyncIterator[BaseEvent]:
     await _save_partial(started, step, cancelled=True, persisted=persisted)
-    await db_call(services.run_cancelled, thread=started.thread, run=started.run)
+    await db_call(services.run_cancel, thread=started.thread, run=started.run)
     control.settled = True
     yield RunErrorEvent(message="The run was cancelled.", code="CANCELLED", category="client_error",
                         isRetryable=False)
@@ -282,6 +253,6 @@ async def _end_failed(started: StartedRun, control: RunControl, step: Step | Non
         await _save_partial(started, step, cancelled=False)
     except Exception:  # noqa: BLE001 - the lock must be released even if storing the partial fails
         log.exception("Could not store the partial message of run %s", started.run.id)
-    await db_call(services.run_failed, thread=started.thread, run=started.run, code=code, message=message)
+    await db_call(services.run_fail, thread=started.thread, run=started.run, code=code, message=message)
     control.settled = True
     yield RunErrorEvent(message=message, code=code, category=category, isRetryable=retryable)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 
+from runs.control import watcher
+
 
 class RunWatcherMiddleware:
     sync_capable = True
@@ -25,7 +27,5 @@ class RunWatcherMiddleware:
         return self._acall(request)
 
     async def _acall(self, request):
-        from runs.control import watcher
-
         watcher.ensure_started()
         return await self.get_response(request)

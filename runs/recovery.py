@@ -4,7 +4,7 @@ Both are written by each process's watcher (runs/control.py), batched per tick:
 
 - `checkpoint_write` stores the in-progress assistant text of all the runs a process streams in one
   UPDATE (a CASE over run ids), so a process that dies leaves behind what its clients had seen.
-- `expired_sweep` records every thread whose lease expired (its process died, or lost the database
+- `expired_lease_sweep` records every thread whose lease expired (its process died, or lost the database
   for longer than the lease) as idle with `lastRunError` RUN_LEASE_EXPIRED, fails the dead run and
   stores its checkpointed text as a cancelled assistant message. On PostgreSQL that is one statement
   (data-modifying CTEs) for all the threads; on SQLite, which has none, one IMMEDIATE transaction of a
@@ -59,7 +59,7 @@ def partial_store(*, thread: Thread, run: Run) -> Message | None:
                                           is_cancelled=True, message_id=run.partial_message_id)
 
 
-def expired_sweep() -> int:
+def expired_lease_sweep() -> int:
     """Records every expired lease as a failed run (see the module docstring); returns threads freed.
 
     Rows another transaction holds (a run taking the lease over, another process sweeping) are

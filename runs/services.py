@@ -5,15 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from clientsdk import types as wire
+from clientsdk import wire
 from core.ids import new_id
 from core.problems import Problem
 from projects.auth import Principal
-from runs.lock import lock_release, lock_take, lock_take_created
+from runs.lock import lock_release, lock_request_cancel, lock_take, lock_take_created
 from runs.models import Run
+from runs.tool_counts import TurnToolCounts
 from threads import selectors
 from threads import services as thread_services
 from threads.models import Message, RunStatus, Thread
@@ -31,9 +33,13 @@ class StartedRun:
     body: wire.CreateRunBody
     history: list[Message]
     created_thread: bool = False
-    tool_counts: dict[str, int] = field(default_factory=dict)  # calls made earlier in this user turn
-    identical_counts: dict[str, int] = field(default_factory=dict)
     tools: ProjectTools = field(default_factory=ProjectTools)  # the project's server tools, read with the lock
+    tool_counts: TurnToolCounts = field(init=False)  # from the calls made earlier in this user turn
+
+    def __post_init__(self) -> None:
+        turn_limit = self.thread.project.max_tool_calls_per_turn or settings.MAX_TOOL_CALLS_PER_TURN
+        self.tool_counts = TurnToolCounts.of_turn(self.history, turn_limit=turn_limit,
+                                                  max_identical=settings.MAX_IDENTICAL_TOOL_CALLS)
 
 
 def _tool_results(body: wire.CreateRunBody) -> dict[str, wire.InToolResultBlock]:
@@ -83,11 +89,10 @@ def run_start(*, principal: Principal, body: wire.CreateRunBody, thread_id: str 
         else:
             thread = _start_on_thread(principal, body, run, thread_id)
             tools = project_tools(thread)
-            history = selectors.messages_all(thread=thread)
+            history = selectors.message_list_all(thread=thread)
     thread.project = principal.project  # the loop reads it from async code: no lazy loads there
     started = StartedRun(thread=thread, run=run, body=body, history=history, created_thread=thread_id is None,
                          tools=tools)
-    _count_turn_tool_calls(started)
     return started
 
 
@@ -103,7 +108,7 @@ def _start_new_thread(principal: Principal, body: wire.CreateRunBody, run: Run) 
     lock_take_created(thread=thread, run_id=run.id, status=RunStatus.STREAMING)
     spec = getattr(body, "thread", None)
     # Without initial messages the history is exactly what was just stored: no need to read it back.
-    history = selectors.messages_all(thread=thread) if spec is not None and spec.initial_messages else stored
+    history = selectors.message_list_all(thread=thread) if spec is not None and spec.initial_messages else stored
     return thread, history
 
 
@@ -183,26 +188,6 @@ def _is_retry_of_failed_turn(thread: Thread, content: list[dict]) -> bool:
             and last.content == content)
 
 
-def _count_turn_tool_calls(started: StartedRun) -> None:
-    """Counts the tool calls made since the user's last own message (the current user turn)."""
-    for message in reversed(started.history):
-        if message.role == Message.Role.USER and any(b.get("type") in ("text", "resource") for b in message.content):
-            break
-        if message.role != Message.Role.ASSISTANT:
-            continue
-        for block in message.content:
-            if block.get("type") == "tool_use":
-                started.tool_counts[block["name"]] = started.tool_counts.get(block["name"], 0) + 1
-                key = call_signature(block["name"], block.get("input"))
-                started.identical_counts[key] = started.identical_counts.get(key, 0) + 1
-
-
-def call_signature(name: str, arguments: Any) -> str:
-    import json
-
-    return name + ":" + json.dumps(arguments, sort_keys=True, ensure_ascii=False)
-
-
 def step_persist(*, thread: Thread, run: Run, message_id: str, content: list[dict], cancelled: bool,
                  tool_messages: list[tuple[str, dict]] = ()) -> None:
     """Stores one model step: the assistant message (once, when it ended) and its tool results."""
@@ -242,7 +227,7 @@ def run_complete(*, thread: Thread, run: Run) -> bool:
                         run_fields=_run_fields(run))
 
 
-def run_cancelled(*, thread: Thread, run: Run) -> bool:
+def run_cancel(*, thread: Thread, run: Run) -> bool:
     # A cancelled run still counts as the last completed one, so the next message can follow it.
     return lock_release(thread_id=thread.id, run_id=run.id, run_status=Run.Status.CANCELLED,
                         thread_fields={"pending_tool_call_ids": [], "last_completed_run_id": run.id,
@@ -250,7 +235,7 @@ def run_cancelled(*, thread: Thread, run: Run) -> bool:
                         error_code="CANCELLED", error_message="The run was cancelled.", run_fields=_run_fields(run))
 
 
-def run_failed(*, thread: Thread, run: Run, code: str, message: str) -> bool:
+def run_fail(*, thread: Thread, run: Run, code: str, message: str) -> bool:
     return lock_release(thread_id=thread.id, run_id=run.id, run_status=Run.Status.FAILED,
                         thread_fields={"pending_tool_call_ids": [], "last_completed_run_id": run.id,
                                        "last_run_cancelled": None,
@@ -265,8 +250,6 @@ def _run_fields(run: Run) -> dict[str, Any]:
 
 def run_cancel_request(*, principal: Principal, thread_id: str, run_id: str, user_key_raw: object) -> None:
     """Flags the thread's active run `run_id` for cancellation; 404 RUN_NOT_FOUND if it is not the active one."""
-    from runs.lock import lock_request_cancel
-
     user_key = principal.user_key(user_key_raw)
     selectors.thread_get(project=principal.project, user_key=user_key, thread_id=thread_id)
     if not lock_request_cancel(thread_id=thread_id, run_id=run_id):

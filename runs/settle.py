@@ -103,6 +103,6 @@ def _record_end(end: _End) -> None:
                 thread_services.message_create(thread=end.thread, role=Message.Role.ASSISTANT, content=end.content,
                                                run_id=end.run.id, message_id=end.message_id,
                                                is_cancelled=end.cancelled)
-            services.run_failed(thread=end.thread, run=end.run, code=end.code, message=end.message)
+            services.run_fail(thread=end.thread, run=end.run, code=end.code, message=end.message)
     finally:
         connections.close_all()

@@ -14,12 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from pydantic import ValidationError
 
-from clientsdk import types as wire
+from clientsdk import wire
 from providers.base import ModelTool
 from runs.history import component_tool_name
-from tools.registry import ServerTool
+from tools.models import ProjectTool
+from tools.registry import ServerTool, get_tool
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +86,7 @@ class Toolbox:
         if name in self.server_tools:
             return await self._run_builtin(self.server_tools[name], arguments)
         if name in self.mcp_tools:
-            from tools.mcp_sessions import sessions
+            from tools.mcp_sessions import sessions  # the MCP SDK: see mcp_tools_load
 
             config, tool_name, _ = self.mcp_tools[name]
             # The server's kept session: a stdio server is not started again for every call.
@@ -126,16 +128,11 @@ def _object_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return {"type": "object", "properties": {}, "additionalProperties": True}
 
 
-def build_toolbox(*, project, client_tools: list[wire.ClientTool], components: list[wire.AvailableComponent],
+def toolbox_build(*, project, client_tools: list[wire.ClientTool], components: list[wire.AvailableComponent],
                   mcp_tools: dict[str, tuple[Any, str, ModelTool]] | None = None,
                   enabled: list[str] | None = None) -> Toolbox:
-    """Synchronous part; MCP listing is async, see `load_mcp_tools`. Reads the project's enabled
+    """Synchronous part; MCP listing is async, see `mcp_tools_load`. Reads the project's enabled
     built-in tools from the database unless `enabled` (their names, already read) is given."""
-    from django.conf import settings
-
-    from tools.models import ProjectTool
-    from tools.registry import get_tool
-
     if enabled is None:
         enabled = ProjectTool.objects.filter(project=project, enabled=True).values_list("name", flat=True)
     server_tools = {name: tool for name in enabled if (tool := get_tool(name)) is not None}
@@ -149,32 +146,15 @@ def build_toolbox(*, project, client_tools: list[wire.ClientTool], components: l
     )
 
 
-def mcp_configs(project) -> list[Any]:
-    """The project's enabled MCP servers as mcp_client configs (a database read)."""
-    from tools import mcp_client
-    from tools.models import McpServer
-
-    configs = []
-    for server in McpServer.objects.filter(project=project, enabled=True):
-        configs.append(mcp_client.McpServerConfig(
-            name=server.name, transport=server.transport, command=server.command or None,
-            args=tuple(server.args or ()), env=dict(server.env or {}) or None,
-            url=server.url or None, headers=dict(server.headers or {}) or None,
-        ))
-    return configs
-
-
 _cache = None
 
 
-async def load_mcp_tools(configs: list[Any]) -> dict[str, tuple[Any, str, ModelTool]]:
+async def mcp_tools_load(configs: list[Any]) -> dict[str, tuple[Any, str, ModelTool]]:
     """Lists each server's tools (cached briefly); a server that cannot be reached is left out."""
     global _cache
     if not configs:
         return {}
-    from django.conf import settings
-
-    from tools import mcp_client
+    from tools import mcp_client  # the MCP SDK takes a second to import: only for projects using MCP
 
     if _cache is None:
         _cache = mcp_client.McpToolCache(ttl=settings.MCP_TOOLS_CACHE_SECONDS, timeout=settings.MCP_TIMEOUT)

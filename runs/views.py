@@ -14,7 +14,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpRe
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
-from clientsdk import types as wire
+from clientsdk import wire
 from core.db import db_call
 from core.input_guard import request_json
 from core.problems import Problem, response_for
@@ -143,15 +143,6 @@ async def _produce(events, feed: Feed, control: RunControl, reading: asyncio.Eve
 async def _write(feed: Feed, producer: asyncio.Task, control: RunControl, reading: asyncio.Event,
                  keep_going: bool):
     finished = False
-
-    def writer_gone(_task: asyncio.Task) -> None:
-        # The task writing this answer ended before the run's last event: the socket failed under it
-        # (a write raised). This generator is then only closed when the garbage collector gets to
-        # it, seconds later; the run is cancelled now instead, and stores and unlocks itself.
-        if not finished and not keep_going:
-            control.cancel("disconnected")
-
-    asyncio.current_task().add_done_callback(writer_gone)
     reading.set()
     try:
         async for chunk in read(feed, 0):

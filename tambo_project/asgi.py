@@ -10,10 +10,13 @@ from django.conf import settings
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 
-from tambo_project.asgi_limits import BodySizeLimit
-
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tambo_project.settings")
-application = BodySizeLimit(ASGIStaticFilesHandler(get_asgi_application()), settings.MAX_REQUEST_BYTES)
+django_application = get_asgi_application()
+
+# The limit answers in the routes' own error shapes, built by modules that need Django set up first.
+from tambo_project.asgi_limits import BodySizeLimit  # noqa: E402
+
+application = BodySizeLimit(ASGIStaticFilesHandler(django_application), settings.MAX_REQUEST_BYTES)
 
 from tambo_project import asgi_signals  # noqa: E402
 

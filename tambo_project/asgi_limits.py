@@ -1,24 +1,31 @@
-"""A request-body size limit at the ASGI edge.
+"""The server's one request-body size limit, at the ASGI edge.
 
 Django checks its upload limit only against Content-Length, and its ASGI handler reads a chunked
 body whole before any view runs. This wrapper counts the bytes as they arrive and answers 413 as
-soon as the limit is passed, with or without Content-Length, so no request can make the server
-buffer an unbounded body.
+soon as MAX_REQUEST_BYTES is passed, with or without Content-Length, so no request can make the
+server buffer an unbounded body. Nothing behind it checks the size again (Django's own check is off:
+settings.py `DATA_UPLOAD_MAX_MEMORY_SIZE`), so every 413 for a body comes from here, in the shape
+of its route.
 """
 from __future__ import annotations
 
-import json
+from django.conf import settings
+from django.http import HttpResponse
+
+from core.problems import problem_response
+from gateway.errors import INVALID_REQUEST, openai_error_response
+from projects.oauth import oauth_answer
 
 
-def _answer(path: str, limit: int) -> tuple[bytes, bytes]:
+def too_large(path: str) -> HttpResponse:
+    """The 413 in the shape callers of `path` read: OpenAI's error object under /api/ (the gateway's
+    callers are OpenAI clients), OAuth's under /oauth/ (RFC 6749, section 5.2), problem+json elsewhere."""
     if path.startswith("/api/"):
-        body = {"error": {"message": "Request body too large.", "type": "invalid_request_error",
-                          "code": "payload_too_large", "param": None}}
-        return json.dumps(body).encode(), b"application/json"
-    body = {"type": "urn:tambo:error:payload_too_large", "title": "Payload Too Large", "status": 413,
-            "detail": f"The request body is larger than {limit} bytes.", "instance": path,
-            "code": "PAYLOAD_TOO_LARGE"}
-    return json.dumps(body).encode(), b"application/problem+json"
+        return openai_error_response(413, "Request body too large.", INVALID_REQUEST, "payload_too_large")
+    detail = f"The request body is larger than {settings.MAX_REQUEST_BYTES} bytes."
+    if path.startswith("/oauth/"):
+        return oauth_answer({"error": "invalid_request", "error_description": detail}, 413)
+    return problem_response(413, "PAYLOAD_TOO_LARGE", detail, path)
 
 
 class BodySizeLimit:
@@ -34,10 +41,12 @@ class BodySizeLimit:
         async def refuse() -> None:
             nonlocal answered
             answered = True
-            payload, content_type = _answer(scope.get("path", ""), self.limit)
-            await send({"type": "http.response.start", "status": 413,
-                        "headers": [(b"content-type", content_type), (b"connection", b"close")]})
-            await send({"type": "http.response.body", "body": payload})
+            response = too_large(scope.get("path", ""))
+            headers = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in response.items()]
+            # The rest of the body is never read, so the connection cannot carry another request.
+            await send({"type": "http.response.start", "status": response.status_code,
+                        "headers": [*headers, (b"connection", b"close")]})
+            await send({"type": "http.response.body", "body": response.content})
 
         for name, value in scope.get("headers", []):
             if name == b"content-length" and value.isdigit() and int(value) > self.limit:

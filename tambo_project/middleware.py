@@ -1,5 +1,5 @@
-"""Middleware: the body-size limit, the input check of every request, and every API answer a
-problem+json whatever produced the error.
+"""Middleware: the input check of every request, and every API answer a problem+json whatever
+produced the error. (The body-size limit sits in front of Django: tambo_project/asgi_limits.py.)
 
 `InputSanityMiddleware` checks every request's path, query and headers, and parses the JSON body of
 every API request once (core/input_guard.py `request_json`), before any view runs, so a route added
@@ -7,15 +7,19 @@ later is covered without doing anything. Refusals take the shape of the route: O
 under `/api/` (the gateway's callers are OpenAI clients), OAuth's under `/oauth/` (RFC 6749, section
 5.2), problem+json elsewhere.
 """
+import logging
+
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
-from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 
 from core import sanity
 from core.input_guard import request_json
 from core.problems import (PROBLEM_CONTENT_TYPE, Problem, is_database_unavailable, problem_response,
                            response_for, unavailable)
+from gateway.errors import INVALID_REQUEST, SERVER_ERROR, openai_error_response
+from projects.oauth import oauth_answer
+
+log = logging.getLogger(__name__)
 
 # Paths the official SDKs call (spec section 9): the v1 API, the SDK's older routes without `/v1`
 # (thread names, suggestions), the OAuth token exchange, audio, and the chat-completions gateway.
@@ -53,28 +57,6 @@ class _HybridMiddleware:
         return response
 
 
-class BodySizeLimitMiddleware(_HybridMiddleware):
-    """Refuses bodies over MAX_REQUEST_BYTES with 413 before anything reads them."""
-
-    def before(self, request):
-        try:
-            length = int(request.META.get("CONTENT_LENGTH") or 0)
-        except ValueError:
-            length = 0
-        if length > settings.MAX_REQUEST_BYTES:
-            return _too_large(request)
-        return None
-
-
-def _too_large(request) -> HttpResponse:
-    if request.path.startswith("/api/"):
-        from gateway.errors import openai_error_response
-
-        return openai_error_response(413, "Request body too large.", "invalid_request_error", "payload_too_large")
-    return problem_response(413, "PAYLOAD_TOO_LARGE",
-                            f"The request body is larger than {settings.MAX_REQUEST_BYTES} bytes.", request.path)
-
-
 class ProblemMiddleware(_HybridMiddleware):
     """Turns Django's own 404/405/500 answers under /v1 into problems; maps stray exceptions."""
 
@@ -96,28 +78,20 @@ class ProblemMiddleware(_HybridMiddleware):
     def process_exception(self, request, exception):
         if isinstance(exception, Problem):
             return response_for(exception, request.path)
-        if isinstance(exception, RequestDataTooBig):
-            return _too_large(request)
         if _is_api(request) and is_database_unavailable(exception):
             return _unavailable(request, exception)
         if _is_api(request):
-            import logging
-
-            logging.getLogger(__name__).exception("Unhandled error on %s", request.path)
+            log.exception("Unhandled error on %s", request.path)
             return problem_response(500, "INTERNAL_ERROR", "An internal error occurred.", request.path)
         return None
 
 
 def _unavailable(request, exception) -> HttpResponse:
     """503 with Retry-After for a database outage (spec section 8), in the path's own error shape."""
-    import logging
-
-    logging.getLogger(__name__).warning("Database unavailable on %s: %s", request.path, type(exception).__name__)
+    log.warning("Database unavailable on %s: %s", request.path, type(exception).__name__)
     problem = unavailable()
     if request.path.startswith("/api/"):
-        from gateway.errors import openai_error_response
-
-        return openai_error_response(503, problem.detail, "server_error", "service_unavailable",
+        return openai_error_response(503, problem.detail, SERVER_ERROR, "service_unavailable",
                                      retry_after=problem.extra["retryAfter"])
     return response_for(problem, request.path)
 
@@ -149,8 +123,6 @@ class InputSanityMiddleware(_HybridMiddleware):
                 request_json(request)
         except sanity.InputError as error:
             return refusal(request, error)
-        except RequestDataTooBig:
-            return _too_large(request)  # a chunked body Django measured while reading it
         return None
 
 
@@ -158,13 +130,9 @@ def refusal(request: HttpRequest, error: sanity.InputError) -> HttpResponse:
     """The 400 answer for `error` in the shape callers of this path expect."""
     path = request.path
     if path.startswith("/api/"):
-        from gateway.errors import INVALID_REQUEST, openai_error_response
-
         param = None if error.field == "body" else error.field
         return openai_error_response(400, error.detail, INVALID_REQUEST, "invalid_value", param=param)
     if path.startswith("/oauth/"):
-        from projects.oauth import oauth_answer
-
         return oauth_answer({"error": "invalid_request", "error_description": error.detail}, 400)
     if _is_api(request):
         return response_for(error, _safe_instance(path))

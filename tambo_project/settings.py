@@ -38,7 +38,6 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "tambo_project.cors.CorsMiddleware",
-    "tambo_project.middleware.BodySizeLimitMiddleware",
     "tambo_project.middleware.InputSanityMiddleware",
     # Django's own middleware, run on the event loop for async requests (no thread hop per step).
     "tambo_project.inline_middleware.SecurityMiddleware",
@@ -87,7 +86,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": SQLITE_PATH + "-test"}
 else:
     DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=0))
-# The run path's database work runs on DB_THREADS shared worker threads (runs/db.py), and on
+# The run path's database work runs on DB_THREADS shared worker threads (core/db.py), and on
 # PostgreSQL every connection comes from a pool of at most DB_POOL_SIZE (0: no pool, e.g. behind
 # PgBouncer; each worker then keeps one connection). A request that finds no free connection within
 # DB_POOL_TIMEOUT seconds answers 503 with Retry-After: DB_RETRY_AFTER.
@@ -159,7 +158,9 @@ SPECTACULAR_SETTINGS = {
 
 # --- Limits -------------------------------------------------------------------------------------
 MAX_REQUEST_BYTES = env.int("MAX_REQUEST_BYTES", default=1_000_000)
-DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BYTES
+# The one body limit is MAX_REQUEST_BYTES at the ASGI edge (tambo_project/asgi_limits.py), which also
+# counts chunked bodies; Django's own check sees only Content-Length and would answer in its own shape.
+DATA_UPLOAD_MAX_MEMORY_SIZE = None
 RUN_LEASE_SECONDS = env.float("RUN_LEASE_SECONDS", default=30.0)
 # How often one process renews the leases and looks for cancels of all the runs it streams.
 RUN_WATCH_INTERVAL = env.float("RUN_WATCH_INTERVAL", default=0.5)

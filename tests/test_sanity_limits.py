@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from clientsdk import types as wire
+from clientsdk import wire
 from core.problems import Problem
 from core.sanity import MAX_JSON_DEPTH, MAX_SAFE_INTEGER, InputError, loads
 from projects.auth import Principal

@@ -25,7 +25,7 @@ def message_list(*, thread: Thread, limit: int, cursor: str | None, order: str):
     return keyset_page(thread.messages.all(), cursor=cursor, limit=limit, descending=order == "desc")
 
 
-def messages_all(*, thread: Thread) -> list[Message]:
+def message_list_all(*, thread: Thread) -> list[Message]:
     return list(thread.messages.order_by("created_at", "id"))
 
 

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+import jsonpatch
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
-from clientsdk import types as wire
+from clientsdk import wire
 from core.problems import Problem
 from projects.models import Project
 from threads.models import Message, Thread
@@ -49,18 +51,28 @@ def thread_delete(*, thread: Thread) -> None:
     Holds the thread's row lock for the check and the delete, so a run cannot start in between.
     """
     with transaction.atomic():
-        locked = _lock_row(thread)
+        locked = thread_lock(thread_id=thread.pk)
         if locked.has_live_run:
             raise Problem(409, "RUN_ACTIVE", "The thread has an active run.", currentRunId=locked.current_run_id)
         locked.delete()
 
 
-def _lock_row(thread: Thread) -> Thread:
-    """The thread's row, locked for the caller's transaction; 404 if it was deleted meanwhile."""
-    locked = Thread.objects.select_for_update().filter(pk=thread.pk).first()
-    if locked is None:
-        raise Problem(404, "THREAD_NOT_FOUND", f"Thread {thread.pk} was not found.")
-    return locked
+def thread_lock(*, thread_id: str, queryset: QuerySet[Thread] | None = None) -> Thread:
+    """The thread's row, read and locked for the caller's open transaction: the one place a thread
+    is locked (the run lock, runs/lock.py, takes it here too; only the expired-lease sweep,
+    runs/recovery.py, locks a batch of rows in its own statement, skipping the ones held).
+
+    One SELECT … FOR UPDATE of the thread's own row (not of tables `queryset` joins); on SQLite the
+    IMMEDIATE transaction mode set in settings holds the database write lock from BEGIN instead.
+    `queryset` (default all threads) narrows the rows to what the requester may see, or annotates
+    them to read more in the same statement. Raises Problem 404 THREAD_NOT_FOUND when no row
+    matches: unknown, not the requester's, or deleted since the caller looked it up.
+    """
+    rows = (Thread.objects.all() if queryset is None else queryset).select_for_update(of=("self",))
+    thread = rows.filter(pk=thread_id).first()
+    if thread is None:
+        raise Problem(404, "THREAD_NOT_FOUND", f"Thread {thread_id} was not found.")
+    return thread
 
 
 def message_create(
@@ -93,13 +105,11 @@ def component_state_set(*, thread: Thread, component_id: str, state: dict[str, A
     active. 404 COMPONENT_NOT_FOUND for an unknown component, 400 INVALID_JSON_PATCH when the patch
     does not apply.
     """
-    import jsonpatch
-
     if (state is None) == (patch is None) or (patch is not None and not patch):
         raise Problem(400, "VALIDATION_ERROR", "Send exactly one of state (an object) or patch (a non-empty array).",
                       field="state")
     with transaction.atomic():
-        locked = _lock_row(thread)
+        locked = thread_lock(thread_id=thread.pk)
         if locked.has_live_run:
             raise Problem(409, "RUN_ACTIVE", "The thread has an active run.", currentRunId=locked.current_run_id)
         message = _message_with_component(locked, component_id)

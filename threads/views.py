@@ -6,7 +6,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from clientsdk import types as wire
+from clientsdk import wire
 from core.validation import choice_param, int_param, parse_body
 from threads import selectors, services
 from threads.presenters import message_to_wire, thread_to_wire, thread_with_messages_to_wire
@@ -53,7 +53,7 @@ class ThreadDetailView(APIView):
     @extend_schema(operation_id="threads_retrieve", summary="Get a thread with its messages", parameters=[USER_KEY], responses=wire.ThreadWithMessages)
     def get(self, request: Request, thread_id: str):
         thread = _thread(request, thread_id)
-        return _json(thread_with_messages_to_wire(thread, selectors.messages_all(thread=thread)))
+        return _json(thread_with_messages_to_wire(thread, selectors.message_list_all(thread=thread)))
 
     @extend_schema(operation_id="threads_update", summary="Rename a thread or change its metadata", parameters=[USER_KEY], request=wire.UpdateThreadBody,
                    responses=wire.Thread)

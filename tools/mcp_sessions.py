@@ -16,6 +16,7 @@ import contextvars
 import logging
 from typing import Any
 
+from django.conf import settings
 from mcp import MCPError
 from mcp.types import CONNECTION_CLOSED
 
@@ -116,8 +117,6 @@ _by_loop: dict[asyncio.AbstractEventLoop, McpSessions] = {}
 
 def sessions() -> McpSessions:
     """The kept sessions of the running event loop (a session belongs to the loop that opened it)."""
-    from django.conf import settings
-
     loop = asyncio.get_running_loop()
     for other in [other for other in _by_loop if other.is_closed()]:
         del _by_loop[other]

@@ -58,12 +58,13 @@ def server_tool(name: str, description: str) -> Callable[[Callable], Callable]:
 
 
 def builtin_names() -> list[str]:
-    import tools.builtins  # noqa: F401 - registers the shipped tools
+    # tools.builtins imports this module to register the shipped tools: imported here, not at the top.
+    import tools.builtins  # noqa: F401
 
     return sorted(REGISTRY)
 
 
 def get_tool(name: str) -> ServerTool | None:
-    import tools.builtins  # noqa: F401
+    import tools.builtins  # noqa: F401 - registers the shipped tools (see builtin_names)
 
     return REGISTRY.get(name)

@@ -48,7 +48,7 @@ class ProjectTools:
 
 def project_tools(row: Any) -> ProjectTools:
     """The tools read through `tool_annotations` on `row` (a model instance carrying them)."""
-    from tools.mcp_client import McpServerConfig
+    from tools.mcp_client import McpServerConfig  # the MCP SDK takes a second to import: only when used
 
     configs = []
     for server in _json(row.tools_mcp):

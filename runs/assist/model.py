@@ -1,7 +1,6 @@
 """One non-streamed model call for a side task, with the provider's errors answered as problems."""
 from __future__ import annotations
 
-import math
 from typing import Iterable
 
 from core.problems import Problem
@@ -19,8 +18,8 @@ def model_problem(exc: ModelError) -> Problem:
     """
     extra: dict = {"category": exc.category, "isRetryable": exc.retryable}
     if exc.code == "LLM_RATE_LIMITED":
-        if exc.retry_after is not None:
-            extra["retryAfter"] = max(1, math.ceil(exc.retry_after))
+        if exc.retry_after_header is not None:
+            extra["retryAfter"] = exc.retry_after_header
         return Problem(429, exc.code, exc.message, **extra)
     return Problem(502, exc.code, exc.message, **extra)
 

@@ -13,7 +13,7 @@ from typing import Annotated, Sequence
 from django.db import transaction
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StringConstraints
 
-from clientsdk import types as wire
+from clientsdk import wire
 from core.db import db_call
 from core.problems import Problem
 from projects.models import Project
@@ -68,7 +68,7 @@ def _system_prompt(max_suggestions: int, components: Sequence[wire.AvailableComp
     return prompt
 
 
-async def suggestions_generate(*, project: Project, user_key: str, thread_id: str, message_id: str,
+async def suggestion_generate(*, project: Project, user_key: str, thread_id: str, message_id: str,
                                max_suggestions: int,
                                components: Sequence[wire.AvailableComponent] = ()) -> list[Suggestion]:
     """Generates suggestions for an assistant message and stores them in place of its earlier ones.
@@ -92,7 +92,7 @@ async def suggestions_generate(*, project: Project, user_key: str, thread_id: st
         }),
     )
     drafts = await _drafts(request)
-    return await db_call(suggestions_replace, message=message, drafts=drafts[:max_suggestions])
+    return await db_call(suggestion_replace, message=message, drafts=drafts[:max_suggestions])
 
 
 async def _drafts(request: ModelRequest) -> list[DraftSuggestion]:
@@ -139,7 +139,7 @@ def _suggestion_inputs(**scope) -> tuple[Message, list[Message]]:
     return message, list(reversed(earlier))
 
 
-def suggestions_replace(*, message: Message, drafts: Sequence[DraftSuggestion]) -> list[Suggestion]:
+def suggestion_replace(*, message: Message, drafts: Sequence[DraftSuggestion]) -> list[Suggestion]:
     """Replaces the message's suggestions with `drafts`, in order, in one transaction.
 
     Holds the message's row lock for it, so two generations for one message end with one set, not

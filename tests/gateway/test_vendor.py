@@ -141,6 +141,17 @@ def test_a_vendor_rate_limit_before_the_stream_is_a_429_with_retry_after(gateway
     assert answer.response.json()["error"]["code"] == "upstream_rate_limited"
 
 
+@pytest.mark.parametrize(("vendor_says", "we_say"), [("0.2", "1"), ("0", "1"), ("2.5", "3")])
+def test_a_vendor_retry_after_is_passed_on_in_whole_seconds_of_at_least_one(gateway, fake, api_key, vendor_says,
+                                                                              we_say):
+    fake.script(HTTPError(429, retry_after=vendor_says))
+
+    answer = _ask(gateway, api_key, stream=False)
+
+    assert answer.response.status_code == 429
+    assert answer.response.headers["Retry-After"] == we_say
+
+
 @pytest.mark.parametrize("status", [500, 401])
 def test_a_vendor_failure_before_the_stream_is_a_502(gateway, fake, api_key, status):
     fake.script(HTTPError(status))

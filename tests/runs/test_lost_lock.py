@@ -5,7 +5,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.db import connections
 
-from clientsdk import types as wire
+from clientsdk import wire
 from projects.auth import Principal
 from providers.offline import OfflineProvider
 from runs import services

@@ -15,7 +15,7 @@ from runs import control as control_module
 from runs.control import CHECKPOINT_INTERVAL, RunControl, Watcher
 from runs.lock import lock_request_cancel, lock_take
 from runs.models import Run
-from runs.recovery import checkpoint_write, expired_sweep
+from runs.recovery import checkpoint_write, expired_lease_sweep
 from threads import services
 from threads.models import Message, RunStatus, Thread
 from threads.presenters import thread_to_wire
@@ -47,7 +47,7 @@ def test_the_sweep_records_all_expired_threads_with_a_fixed_number_of_statements
                 for i in range(4)]
         quiet = _locked_thread(project, "run_quiet", expired=True)  # died before any text
         with CaptureQueriesContext(connection) as queries:
-            assert expired_sweep() == 5
+            assert expired_lease_sweep() == 5
     # A read finds that something expired; then PostgreSQL records them all in one statement. SQLite
     # has no data-modifying CTEs: three reads and three writes (in a savepoint here: the test's own
     # transaction holds it), whatever the number of threads.
@@ -67,7 +67,7 @@ def test_the_sweep_records_all_expired_threads_with_a_fixed_number_of_statements
     live.refresh_from_db()
     assert (live.run_status, live.current_run_id) == (RunStatus.WAITING, "run_live")
     with CaptureQueriesContext(connection) as queries:
-        assert expired_sweep() == 0
+        assert expired_lease_sweep() == 0
     assert len(queries) == 1 and queries[0]["sql"].lstrip().upper().startswith("SELECT")
 
 
@@ -77,7 +77,7 @@ def test_the_sweep_does_not_store_a_checkpoint_whose_message_was_stored(project)
         services.message_create(thread=thread, role=Message.Role.ASSISTANT,
                                 content=[{"type": "text", "text": "the whole step"}], run_id="run_d",
                                 message_id="msg_done")
-        assert expired_sweep() == 1
+        assert expired_lease_sweep() == 1
     (message,) = thread.messages.filter(role=Message.Role.ASSISTANT)
     assert message.content == [{"type": "text", "text": "the whole step"}] and not message.is_cancelled
 

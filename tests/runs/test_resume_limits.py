@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import Api, wait_for_idle_threads
 from tests.support.live import LiveServer
 from tests.support.problems import assert_problem
-from tests.support.sse import read_frames
+from tests.support.sse import decode_frames, read_frames
 
 pytestmark = pytest.mark.both_dbs
 
@@ -103,13 +103,7 @@ def _frames(raw: bytes) -> tuple[dict[str, str], list[tuple[int | None, dict]]]:
     head, _, rest = raw.partition(b"\r\n\r\n")
     headers = {k.lower(): v for k, v in (line.split(": ", 1) for line in head.decode().split("\r\n")[1:])}
     text = _unchunk(rest) if headers.get("transfer-encoding") == "chunked" else rest
-    frames = []
-    for block in text.split(b"\n\n"):
-        ids = [line[3:].strip() for line in block.split(b"\n") if line.startswith(b"id:")]
-        data = [line[5:].strip() for line in block.split(b"\n") if line.startswith(b"data:")]
-        if data:
-            frames.append((int(ids[0]) if ids else None, json.loads(data[0])))
-    return headers, frames
+    return headers, list(decode_frames([text]))
 
 
 def _unchunk(body: bytes) -> bytes:

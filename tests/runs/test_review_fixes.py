@@ -19,6 +19,7 @@ from django.test import AsyncClient, Client
 from projects.models import ApiKey
 from runs import services
 from runs.control import RunControl, Watcher
+from tests.support.sse import decode_events
 from threads import services as thread_services
 from threads.models import RunStatus, Thread
 
@@ -26,8 +27,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_dbs]
 
 
 def _events(chunks: list[bytes]) -> list[dict]:
-    text = b"".join(chunks).decode()
-    return [json.loads(line[len("data: "):]) for line in text.split("\n") if line.startswith("data: ")]
+    return list(decode_events(chunks))
 
 
 async def _stream_new_run(key: str, text: str) -> tuple[str, list[dict]]:
@@ -45,21 +45,21 @@ async def _stream_new_run(key: str, text: str) -> tuple[str, list[dict]]:
 def test_it_ends_the_stream_with_run_error_and_frees_the_thread_when_recording_the_failure_fails_once(
         project, monkeypatch):
     _, key = ApiKey.generate(project, "review")
-    real_run_failed = services.run_failed
-    failures = {"run_failed": 0}
+    real_run_failed = services.run_fail
+    failures = {"run_fail": 0}
 
     def database_down(**kwargs):
         raise OperationalError("server closed the connection unexpectedly")
 
     def run_failed_after_a_blip(**kwargs):
         # The database is still away the first time the loop tries to record the failure.
-        if failures["run_failed"] == 0:
-            failures["run_failed"] += 1
+        if failures["run_fail"] == 0:
+            failures["run_fail"] += 1
             raise OperationalError("server closed the connection unexpectedly")
         return real_run_failed(**kwargs)
 
     monkeypatch.setattr(services, "step_persist", database_down)
-    monkeypatch.setattr(services, "run_failed", run_failed_after_a_blip)
+    monkeypatch.setattr(services, "run_fail", run_failed_after_a_blip)
 
     thread_id, events = asyncio.run(_stream_new_run(key, "hello"))
 

@@ -15,6 +15,7 @@ from django.test import AsyncClient
 
 from providers import reset_providers
 from tests.runs.conftest import WEATHER_TOOL, tool_result
+from tests.support.sse import decode_events
 from tests.support.statements import counting_statements
 
 pytestmark = pytest.mark.both_dbs
@@ -51,7 +52,7 @@ def _stream(api_key: str, path: str, body: dict) -> tuple[dict, list[dict]]:
         return dict(response.headers), raw
 
     headers, raw = async_to_sync(go)()
-    events = [json.loads(line[6:]) for line in raw.decode().split("\n") if line.startswith("data: ")]
+    events = list(decode_events([raw]))
     return headers, events
 
 

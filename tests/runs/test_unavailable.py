@@ -73,13 +73,13 @@ def test_a_run_whose_start_fails_inside_the_lock_transaction_leaves_the_thread_a
     # The history is read in the lock's transaction (runs/services.py run_start): its failure rolls the
     # lock, the Run row and the stored input back together, so nothing is left to release.
     thread = thread_services.thread_create(project=project, user_key="alice")
-    real_messages_all = selectors.messages_all
+    real_messages_all = selectors.message_list_all
 
     def fails_once(**kwargs):
-        monkeypatch.setattr(selectors, "messages_all", real_messages_all)
+        monkeypatch.setattr(selectors, "message_list_all", real_messages_all)
         raise OperationalError("the server closed the connection")
 
-    monkeypatch.setattr(selectors, "messages_all", fails_once)
+    monkeypatch.setattr(selectors, "message_list_all", fails_once)
 
     async def post_then_wait_for_idle():
         response = await AsyncClient().post(f"/v1/threads/{thread.id}/runs", RUN_BODY,

@@ -1,21 +1,35 @@
-"""Reading an SSE answer in tests: the raw `data:` JSON events, in order."""
+"""Reading an SSE answer in tests: the raw `data:` JSON events, in order (with their `id:` if asked)."""
 from __future__ import annotations
 
 import json
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import requests
 
 
 def iter_events(response: requests.Response) -> Iterator[dict]:
+    yield from decode_events(response.iter_content(chunk_size=None))
+
+
+def decode_events(chunks: Iterable[bytes]) -> Iterator[dict]:
+    """The JSON `data` of each event in a body that arrives in `chunks`."""
+    for _, data in decode_frames(chunks):
+        yield data
+
+
+def decode_frames(chunks: Iterable[bytes]) -> Iterator[tuple[int | None, dict]]:
+    """(id, JSON data) of each event in a body that arrives in `chunks`, the id None for an event
+    without an `id:` line (the tests' one SSE decoder)."""
     buffer = b""
-    for chunk in response.iter_content(chunk_size=None):
+    for chunk in chunks:
         buffer += chunk
         while b"\n\n" in buffer:
             frame, buffer = buffer.split(b"\n\n", 1)
-            data = [line[5:].strip() for line in frame.split(b"\n") if line.startswith(b"data:")]
+            lines = frame.split(b"\n")
+            ids = [line[3:].strip() for line in lines if line.startswith(b"id:")]
+            data = [line[5:].strip() for line in lines if line.startswith(b"data:")]
             if data:
-                yield json.loads(b"\n".join(data))
+                yield (int(ids[-1]) if ids else None), json.loads(b"\n".join(data))
 
 
 def read_events(response: requests.Response) -> list[dict]:
@@ -27,16 +41,8 @@ def types(events: list[dict]) -> list[str]:
 
 
 def iter_frames(response: requests.Response) -> Iterator[tuple[int | None, dict]]:
-    """The answer's events with their ids (None for an event without an `id:` line), in order."""
-    buffer = b""
-    for chunk in response.iter_content(chunk_size=None):
-        buffer += chunk
-        while b"\n\n" in buffer:
-            frame, buffer = buffer.split(b"\n\n", 1)
-            ids = [line[3:].strip() for line in frame.split(b"\n") if line.startswith(b"id:")]
-            data = [line[5:].strip() for line in frame.split(b"\n") if line.startswith(b"data:")]
-            if data:
-                yield (int(ids[-1]) if ids else None), json.loads(b"\n".join(data))
+    """The answer's events with their ids, in order."""
+    yield from decode_frames(response.iter_content(chunk_size=None))
 
 
 def read_frames(response: requests.Response) -> list[tuple[int | None, dict]]:
