@@ -19,11 +19,23 @@ from tests.support.sse import decode_frames, read_frames
 pytestmark = pytest.mark.both_dbs
 
 BUFFER_BYTES = 20_000
-BIG = "0123456789abcdefghi " * 200_000  # 4 MB
 
 
-@pytest.fixture(scope="module")
+def _socket_buffers() -> int:
+    """The most a server's socket send buffer grows to (Linux: tcp_wmem's maximum)."""
+    try:
+        return int(open("/proc/sys/net/ipv4/tcp_wmem").read().split()[2])
+    except (OSError, IndexError, ValueError):
+        return 4_000_000
+
+
+BIG = "0123456789abcdefghi " * (max(6_000_000, _socket_buffers() + 2_000_000) // 20)
+
+
+@pytest.fixture
 def short_replay_server(django_db_setup, django_db_blocker):
+    # Stopped right after its test: its watcher removes the events of every run that ended more than
+    # a second ago, whichever process ran it (the window is the deployment's, one for all processes).
     server = LiveServer("resume-replay", {"RUN_REPLAY_SECONDS": "1"})
     yield server
     server.stop()
@@ -31,10 +43,10 @@ def short_replay_server(django_db_setup, django_db_blocker):
 
 @pytest.fixture(scope="module")
 def small_buffer_server(django_db_setup, django_db_blocker):
-    # The offline model echoes a 4 MB message at full speed: more than the kernel's socket buffers
-    # (about 3 MB on loopback) hold for a client that reads nothing.
+    # The offline model echoes a message of several MB at full speed: more than the kernel's socket
+    # buffers hold for a client that reads nothing.
     server = LiveServer("resume-buffer", {"RUN_EVENTS_BUFFER_BYTES": str(BUFFER_BYTES), "OFFLINE_MODEL_DELAY": "0",
-                                          "MAX_REQUEST_BYTES": str(8_000_000)})
+                                          "MAX_REQUEST_BYTES": str(len(BIG) + 100_000)})
     yield server
     server.stop()
 
