@@ -102,6 +102,8 @@ class Feed:
         self.seal()
         self.ended = True
         self._changed()
+        if self._on_append is not None:
+            self._on_append()  # the flusher writes what is left, then forgets the feed
 
     def _add(self, payload: bytes, final: bool, logged: bool = False) -> None:
         self.last_seq += 1

@@ -164,3 +164,29 @@ def test_event_log_statements_do_not_grow_with_events_or_readers(cluster, apis):
     assert counts["poll"] <= counts["write"] + 40, counts
     assert counts["read"] <= 2 * runs * readers_per_run, counts
     assert sum(counts.values()) < delivered / 10, (counts, delivered)
+
+
+def test_a_reader_of_a_run_whose_process_died_is_not_left_waiting(cluster):
+    pg, key = cluster
+    env = {"DATABASE_URL": pg.url, "DB_POOL_SIZE": "4", "RUN_LEASE_SECONDS": "1"}
+    doomed, survivor = LiveServer("resume-doomed", env), LiveServer("resume-survivor", env)
+    try:
+        a, b = Api(doomed.url, key), Api(survivor.url, key)
+        started = a.post("/v1/threads/runs", body("!slow", onDisconnect="continue"), stream=True)
+        thread_id, run_id = started.headers["X-Thread-Id"], started.headers["X-Run-Id"]
+        reader = iter_frames(events(b, thread_id, run_id))
+        first = [next(reader), next(reader)]
+        doomed.process.kill()  # the process running the run dies mid-run
+
+        # The survivor records the expired lease; its reader then ends with what was logged.
+        rest = list(reader)
+        got = first + rest
+        assert [seq for seq, _ in got] == list(range(1, len(got) + 1))
+        assert not any(e["type"] in ("RUN_FINISHED", "RUN_ERROR") for _, e in got)
+        thread = b.get(f"/v1/threads/{thread_id}").json()
+        assert thread["lastRunError"]["code"] == "RUN_LEASE_EXPIRED"
+        # A replay gives the same events and ends too.
+        assert read_frames(events(b, thread_id, run_id)) == got
+    finally:
+        doomed.stop()
+        survivor.stop()
