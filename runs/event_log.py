@@ -1,5 +1,5 @@
 """The run event log (spec section 12): what a run's stream sent, for readers that join late or on
-another process. Synchronous; called through db_call (tambo_project/db.py).
+another process. Synchronous; called through db_call (core/db.py).
 
 Written in batches, never per event: `log_write` stores the new events of all the runs a process
 streams in one statement (runs/feeds.py Flusher), and on PostgreSQL the same statement notifies
