@@ -1,10 +1,10 @@
 """The run event log (spec section 12): what a run's stream sent, for readers that join late or on
 another process. Synchronous; called through db_call (core/db.py).
 
-Written in batches, never per event: `log_write` stores the new events of all the runs a process
-streams in one statement (runs/feeds.py Flusher), and on PostgreSQL the same statement notifies
+Written in batches, never per event: the new events of all the runs a process streams go in one
+statement (runs/feeds.py Flusher); on PostgreSQL (`LogConnection.write`) the same statement notifies
 `CHANNEL` with the ids of those runs, so other processes' readers wake (runs/follow.py) and read the
-new rows of all the runs they follow with one `log_poll`. `log_cleanup`, run by the watcher, removes
+new rows of all the runs they follow with one `LogConnection.poll`. `log_cleanup`, run by the watcher, removes
 the rows of runs that ended more than RUN_REPLAY_SECONDS ago.
 """
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
@@ -29,27 +28,11 @@ _ENDED = (Run.Status.AWAITING_INPUT, Run.Status.COMPLETED, Run.Status.CANCELLED,
 
 
 def log_write(rows: list[tuple[str, int, str, bool]]) -> None:
-    """Stores (run id, seq, JSON, final) rows in one statement; on PostgreSQL it also notifies
-    CHANNEL with the comma-separated run ids ("*" when they are too many to list)."""
+    """Stores (run id, seq, JSON, final) rows in one statement, through db_call: SQLite's way (one
+    process, nobody to notify). PostgreSQL's is `LogConnection.write`."""
     now = timezone.now()
-    if connection.vendor != "postgresql":
-        RunEvent.objects.bulk_create(
-            [RunEvent(run_id=r, seq=s, data=d, final=f, created_at=now) for r, s, d, f in rows],
-            ignore_conflicts=True)
-        return
-    run_ids = ",".join(dict.fromkeys(r for r, _, _, _ in rows))
-    table = RunEvent._meta.db_table
-    with connection.cursor() as cursor:
-        # ON CONFLICT: a write that committed but whose answer was lost is tried again harmlessly.
-        cursor.execute(
-            f"""WITH written AS (
-                    INSERT INTO {table} (run_id, seq, data, final, created_at)
-                    SELECT run_id, seq, data, final, %s
-                    FROM unnest(%s::varchar[], %s::int[], %s::text[], %s::bool[]) AS t(run_id, seq, data, final)
-                    ON CONFLICT DO NOTHING RETURNING 1)
-                SELECT pg_notify(%s, %s) WHERE EXISTS (SELECT 1 FROM written)""",
-            [now, [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows],
-             CHANNEL, run_ids if len(run_ids) <= NOTIFY_LIMIT else "*"])
+    RunEvent.objects.bulk_create(
+        [RunEvent(run_id=r, seq=s, data=d, final=f, created_at=now) for r, s, d, f in rows], ignore_conflicts=True)
 
 
 def log_read(*, run_id: str, after: int, upto: int | None = None, limit: int) -> list[tuple[int, str, bool]]:
@@ -60,20 +43,7 @@ def log_read(*, run_id: str, after: int, upto: int | None = None, limit: int) ->
     return list(rows.order_by("seq").values_list("seq", "data", "final")[:limit])
 
 
-def log_poll(cursors: dict[str, int]) -> tuple[dict[str, list[tuple[int, str, bool]]], set[str]]:
-    """For runs followed from another process ({run id: last id held}), in one query: their new events,
-    and the runs that will log no more (gone, or ended ORPHAN_SECONDS ago without a final event)."""
-    ids = list(cursors)
-    table, run_table = RunEvent._meta.db_table, Run._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""SELECT c.run_id, e.seq, e.data, e.final, r.status, r.finished_at
-                FROM unnest(%s::varchar[], %s::int[]) AS c(run_id, after)
-                LEFT JOIN {run_table} r ON r.id = c.run_id
-                LEFT JOIN {table} e ON e.run_id = c.run_id AND e.seq > c.after
-                ORDER BY c.run_id, e.seq""",
-            [ids, [cursors[i] for i in ids]])
-        result = cursor.fetchall()
+def _poll_result(result: list[tuple]) -> tuple[dict[str, list[tuple[int, str, bool]]], set[str]]:
     events: dict[str, list[tuple[int, str, bool]]] = {}
     finished: dict[str, tuple[str | None, datetime | None]] = {}
     for run_id, seq, data, final, status, finished_at in result:
@@ -83,6 +53,91 @@ def log_poll(cursors: dict[str, int]) -> tuple[dict[str, list[tuple[int, str, bo
     over = {rid for rid, (status, finished_at) in finished.items()
             if not any(f for _, _, f in events.get(rid, ())) and _orphaned(status, finished_at)}
     return events, over
+
+
+class LogConnection:
+    """The process's own connection for the event log on PostgreSQL: its writes and its polls.
+
+    Not one of the bounded pool's (core/db.py): the writes are what readers on other processes wait
+    for, so they must not queue behind request work on the database threads. Async (psycopg), in
+    autocommit, without server-side prepared statements (a transaction-pooling proxy may stand in
+    between); one statement at a time. A failed statement drops the connection; the next one
+    reconnects.
+    """
+
+    def __init__(self) -> None:
+        self._conn = None
+        self._loop = None
+
+    async def write(self, rows: list[tuple[str, int, str, bool]]) -> None:
+        """Stores (run id, seq, JSON, final) rows and notifies CHANNEL with their runs' ids ("*" when
+        they are too many to list), in one statement."""
+        run_ids = ",".join(dict.fromkeys(r for r, _, _, _ in rows))
+        # ON CONFLICT: a write that committed but whose answer was lost is tried again harmlessly.
+        await self._execute(
+            f"""WITH written AS (
+                    INSERT INTO {RunEvent._meta.db_table} (run_id, seq, data, final, created_at)
+                    SELECT run_id, seq, data, final, %s
+                    FROM unnest(%s::varchar[], %s::int[], %s::text[], %s::bool[]) AS t(run_id, seq, data, final)
+                    ON CONFLICT DO NOTHING RETURNING 1)
+                SELECT pg_notify(%s, %s) WHERE EXISTS (SELECT 1 FROM written)""",
+            [timezone.now(), [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows],
+             CHANNEL, run_ids if len(run_ids) <= NOTIFY_LIMIT else "*"])
+
+    async def poll(self, cursors: dict[str, int]) -> tuple[dict[str, list[tuple[int, str, bool]]], set[str]]:
+        """For runs followed from another process ({run id: last id held}), in one query: their new
+        events, and the runs that will log no more (gone, or ended ORPHAN_SECONDS ago without a
+        final event)."""
+        ids = list(cursors)
+        result = await self._execute(
+            f"""SELECT c.run_id, e.seq, e.data, e.final, r.status, r.finished_at
+                FROM unnest(%s::varchar[], %s::int[]) AS c(run_id, after)
+                LEFT JOIN {Run._meta.db_table} r ON r.id = c.run_id
+                LEFT JOIN {RunEvent._meta.db_table} e ON e.run_id = c.run_id AND e.seq > c.after
+                ORDER BY c.run_id, e.seq""",
+            [ids, [cursors[i] for i in ids]])
+        return _poll_result(result)
+
+    async def close(self) -> None:
+        """Closes the connection if this event loop opened it (its tasks are being cancelled: the
+        loop is ending, as at the end of an in-process test)."""
+        import asyncio
+
+        if self._conn is not None and self._loop is asyncio.get_running_loop():
+            conn, self._conn = self._conn, None
+            await conn.close()
+
+    async def _execute(self, sql: str, params: list) -> list[tuple]:
+        import asyncio
+
+        import psycopg  # PostgreSQL installs only
+
+        loop = asyncio.get_running_loop()
+        if self._conn is None or self._conn.closed or self._loop is not loop:
+            self._conn = await psycopg.AsyncConnection.connect(_conninfo(), autocommit=True, prepare_threshold=None)
+            self._loop = loop
+        try:
+            cursor = await self._conn.execute(sql, params)
+            return await cursor.fetchall() if cursor.description else []
+        except Exception:
+            conn, self._conn = self._conn, None
+            try:
+                await conn.close()
+            except Exception:  # noqa: BLE001 - it is being dropped
+                pass
+            raise
+
+
+def _conninfo() -> str:
+    from psycopg.conninfo import make_conninfo
+
+    db = settings.DATABASES["default"]
+    parts = {"dbname": db.get("NAME"), "user": db.get("USER"), "password": db.get("PASSWORD"),
+             "host": db.get("HOST"), "port": db.get("PORT")}
+    return make_conninfo(**{k: str(v) for k, v in parts.items() if v})
+
+
+log_connection = LogConnection()
 
 
 def _orphaned(status: str | None, finished_at: datetime | None) -> bool:

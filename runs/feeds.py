@@ -217,6 +217,14 @@ class Flusher:
         return max(settings.RUN_EVENTS_FLUSH_INTERVAL, settings.RUN_WATCH_INTERVAL)
 
     async def _loop(self) -> None:
+        try:
+            await self._run()
+        finally:
+            from runs.event_log import log_connection
+
+            await log_connection.close()
+
+    async def _run(self) -> None:
         while True:
             await self._dirty.wait()
             # The first events after a quiet spell go at once; then at most one write per interval.
@@ -236,7 +244,7 @@ class Flusher:
 
     async def flush(self) -> None:
         """Writes the new events of every feed in one statement, then lets the feeds drop them."""
-        from runs.event_log import log_write
+        from runs.event_log import log_connection, log_write
 
         batch: dict[str, int] = {}
         rows: list[tuple[str, int, str, bool]] = []
@@ -247,7 +255,9 @@ class Flusher:
                 batch[run_id] = feed.unlogged[-1][0]
             elif feed.ended:
                 self.feeds.pop(run_id, None)  # all written: readers that hold it read on from memory
-        if rows:
+        if rows and connection.vendor == "postgresql":
+            await log_connection.write(rows)
+        elif rows:
             await db_call(log_write, rows)
         for run_id, upto in batch.items():
             feed = self.feeds.get(run_id)

@@ -4,8 +4,8 @@ Each process that has readers of runs streaming elsewhere keeps one `Feed` mirro
 (runs/feeds.py), shared by all its readers of that run. One LISTEN connection per process
 (DATABASE_LISTEN_URL, straight to PostgreSQL: a transaction-pooling proxy cannot hold a LISTEN; it
 is not one of the bounded pool's connections) hears the event log's notifications, which name the runs
-that got new rows; when one of them is followed here, one `log_poll` reads the new rows of *all* the
-runs followed here (one query per wake-up, whatever the number of readers), and the mirrors wake
+that got new rows; when one of them is followed here, one poll (runs/event_log.py `LogConnection`)
+reads the new rows of *all* the runs followed here (one query per wake-up, whatever the number of readers), and the mirrors wake
 their readers. The watcher's tick also polls while anything is followed, so a notification lost
 while the LISTEN connection was being re-established delays events by a tick at most.
 
@@ -22,7 +22,7 @@ from django.conf import settings
 from django.db import connection
 
 from core.db import db_call
-from runs.event_log import CHANNEL, log_poll, log_read
+from runs.event_log import CHANNEL, log_connection, log_read
 from runs.feeds import Feed, flusher, frame, read
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,7 @@ class Follower:
             if not cursors:
                 continue
             try:
-                events, over = await db_call(log_poll, cursors)
+                events, over = await log_connection.poll(cursors)
             except Exception as exc:  # noqa: BLE001 - the watcher's next tick asks again
                 from runs.control import _log_failure
 

@@ -168,7 +168,7 @@ RUN_WATCH_INTERVAL = env.float("RUN_WATCH_INTERVAL", default=0.5)
 RUN_REPLAY_SECONDS = env.float("RUN_REPLAY_SECONDS", default=300.0)
 # A process writes the new events of all the runs it streams to the event log in one statement at
 # most this often (readers on other processes wait that long at most for them).
-RUN_EVENTS_FLUSH_INTERVAL = env.float("RUN_EVENTS_FLUSH_INTERVAL", default=0.02)
+RUN_EVENTS_FLUSH_INTERVAL = env.float("RUN_EVENTS_FLUSH_INTERVAL", default=0.01)
 # The bytes of events a run keeps in memory for its readers (beyond those not yet in the event log);
 # a reader that falls further behind is cut with a `tambo.stream.lagged` event it can resume from.
 RUN_EVENTS_BUFFER_BYTES = env.int("RUN_EVENTS_BUFFER_BYTES", default=1_000_000)
