@@ -39,10 +39,7 @@ MSG_NO_ANSWER = "The model provider ended its answer without any content."
 @csrf_exempt  # key callers have no CSRF token; session callers are checked in aresolve_principal
 async def chat_completions(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
-        response = openai_error_response(405, "Only POST is allowed here.", "invalid_request_error",
-                                         "method_not_allowed")
-        response["Allow"] = "POST"
-        return response
+        return _method_not_allowed("POST")
     try:
         principal = await _principal(request)
         wait = await rate_limit_hit(bucket=principal.rate_limit_key, limit=settings.GATEWAY_RATE_LIMIT_PER_MINUTE)
@@ -74,10 +71,7 @@ async def models(request: HttpRequest, model_id: str | None = None) -> HttpRespo
     """`GET /api/models` and `GET /api/models/{id}`: the allow-list in OpenAI's shape, so
     `client.models.list()` works. Same authentication as the completions."""
     if request.method != "GET":
-        response = openai_error_response(405, "Only GET is allowed here.", "invalid_request_error",
-                                         "method_not_allowed")
-        response["Allow"] = "GET"
-        return response
+        return _method_not_allowed("GET")
     try:
         await _principal(request)
         return JsonResponse(model_get(alias=model_id) if model_id is not None else model_list())
@@ -167,3 +161,11 @@ async def _stream(encoder: ChunkEncoder, first: Delta, deltas: AsyncIterator[Del
 
 def _is_end(delta: Delta) -> bool:
     return isinstance(delta, StepEnd)
+
+
+def _method_not_allowed(allowed: str) -> HttpResponse:
+    # In OpenAI's error shape, which the gateway's callers read (Django's own 405 is an empty page).
+    response = openai_error_response(405, f"Only {allowed} is allowed here.", "invalid_request_error",
+                                     "method_not_allowed")
+    response["Allow"] = allowed
+    return response

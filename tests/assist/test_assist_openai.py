@@ -10,8 +10,8 @@ from tests.assist.conftest import DATA_CARD
 from tests.assist.test_generate_name import generate_name
 from tests.assist.test_suggestions import generate, v1_path
 from tests.conftest import Api
-from tests.runs.test_run_openai import Vendor
 from tests.support.fake_openai import FakeOpenAI, HTTPError, Stall, Text
+from tests.support.fixtures_openai import Vendor, vendor_view
 from tests.support.live import LiveServer, openai_live_server
 from tests.support.problems import assert_problem
 
@@ -42,9 +42,8 @@ def openai_server(vendor, django_db_setup, django_db_blocker) -> Iterator[LiveSe
 
 @pytest.fixture
 def fake(vendor, openai_server) -> Iterator[Vendor]:
-    view = Vendor(vendor)
-    yield view
-    assert view.forget_script() == 0, "the test left scripted replies unused"
+    with vendor_view(vendor) as view:
+        yield view
 
 
 @pytest.fixture

@@ -51,6 +51,11 @@ class Recorded:
     body: Any
 
 
+# A thread as the server answers it, for scripted replies.
+THREAD = {"id": "thr_1", "userKey": "alice", "runStatus": "idle", "createdAt": "2025-01-01T00:00:00Z",
+          "updatedAt": "2025-01-01T00:00:00Z"}
+
+
 class ScriptedServer:
     def __init__(self) -> None:
         self.routes: dict[tuple[str, str], list[Reply]] = {}

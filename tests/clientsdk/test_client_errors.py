@@ -20,16 +20,7 @@ from clientsdk import (
     RateLimitError,
 )
 
-from .scripted_server import Reply, ScriptedServer
-
-THREAD = {"id": "thr_1", "userKey": "alice", "runStatus": "idle", "createdAt": "2025-01-01T00:00:00Z",
-          "updatedAt": "2025-01-01T00:00:00Z"}
-
-
-@pytest.fixture
-def server():
-    with ScriptedServer() as s:
-        yield s
+from .scripted_server import THREAD, Reply, ScriptedServer
 
 
 @pytest.fixture(autouse=True)

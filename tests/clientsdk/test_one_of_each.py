@@ -24,18 +24,9 @@ from clientsdk.message import (
 )
 from clientsdk.retry_after import retry_after_seconds
 
-from .scripted_server import Reply, ScriptedServer
+from .scripted_server import THREAD, Reply
 
 ROOT = Path(__file__).resolve().parents[2]
-
-THREAD = {"id": "thr_1", "userKey": "alice", "runStatus": "idle", "createdAt": "2025-01-01T00:00:00Z",
-          "updatedAt": "2025-01-01T00:00:00Z"}
-
-
-@pytest.fixture
-def server():
-    with ScriptedServer() as s:
-        yield s
 
 
 def test_the_server_imports_the_shared_modules_without_the_clients_http_layer():

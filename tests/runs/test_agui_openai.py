@@ -1,24 +1,17 @@
 """POST /v1/agui against the openai provider and the scripted fake vendor: what the model is given."""
 from __future__ import annotations
 
-from typing import Iterator
 
 import pytest
 
 from tests.conftest import Api
 from tests.runs.test_agui import WEATHER, assistant_of, run, run_input, text_of, user
-from tests.runs.test_run_openai import Vendor, openai_server, vendor  # noqa: F401 - fixtures
+from tests.runs.test_run_openai import fake, openai_server, vendor  # noqa: F401 - fixtures
+from tests.support.fixtures_openai import Vendor
 from tests.support.fake_openai import Text, ToolCall, ToolCalls
 from tests.support.problems import assert_problem
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def fake(vendor, openai_server) -> Iterator[Vendor]:  # noqa: F811 - the imported fixtures
-    view = Vendor(vendor)
-    yield view
-    assert view.forget_script() == 0, "the test left scripted replies unused"
 
 
 @pytest.fixture

@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 import json
-import time
 from typing import Iterator
 
 import pytest
 
 from tests.conftest import Api
 from tests.runs.conftest import CLOCK_TOOL, WEATHER_TOOL, Runs, event_of, text_of, tool_result
-from tests.support.fake_openai import FakeOpenAI, HTTPError, RecordedRequest, Stall, StreamError, Text, ToolCall, ToolCalls
+from tests.support.fake_openai import FakeOpenAI, HTTPError, Stall, StreamError, Text, ToolCall, ToolCalls
+from tests.support.fixtures_openai import Vendor, vendor_view
 from tests.support.live import LiveServer, openai_live_server
 from tests.support.sse import iter_events, types
 
@@ -30,41 +30,10 @@ def openai_server(vendor, django_db_setup, django_db_blocker) -> Iterator[LiveSe
         yield server
 
 
-class Vendor:
-    """The fake vendor as one test sees it: its script, and only the requests made during the test."""
-
-    def __init__(self, fake: FakeOpenAI):
-        self.fake = fake
-        self._seen = len(fake.requests)
-
-    def script(self, *replies) -> None:
-        self.fake.script(*replies)
-
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        return self.fake.requests[self._seen:]
-
-    def wait_requests(self, count: int, timeout: float = 10.0) -> list[RecordedRequest]:
-        deadline = time.monotonic() + timeout
-        while len(self.requests) < count:
-            assert time.monotonic() < deadline, f"the vendor got {len(self.requests)} requests, not {count}"
-            time.sleep(0.02)
-        return self.requests
-
-    def forget_script(self) -> int:
-        """Drops the replies no request took; returns how many there were."""
-        with self.fake._lock:
-            left = len(self.fake._script)
-            self.fake._script.clear()
-        return left
-
-
 @pytest.fixture
 def fake(vendor, openai_server) -> Iterator[Vendor]:
-    view = Vendor(vendor)
-    yield view
-    # A test that leaves replies behind would hand them to the next one: drop them, then complain.
-    assert view.forget_script() == 0, "the test left scripted replies unused"
+    with vendor_view(vendor) as view:
+        yield view
 
 
 @pytest.fixture
