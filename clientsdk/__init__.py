@@ -32,6 +32,7 @@ from .errors import (
     RunError,
     TamboError,
 )
+from .resume import ResumingStream
 from .streaming import Stream, parse_event
 from .tool_loop import RunStream
 
@@ -39,6 +40,7 @@ __all__ = [
     "Client",
     "RunStream",
     "Stream",
+    "ResumingStream",
     "ToolResult",
     "accumulate",
     "parse_event",

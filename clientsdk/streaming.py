@@ -7,6 +7,9 @@ iterator and a context manager and always closes its HTTP response: at the end o
 
 A RUN_ERROR event is yielded like any other event: this layer reports what the server said. The tool
 loop (`clientsdk.tool_loop`) is the layer that turns it into a `RunError`.
+
+`last_event_id` is the SSE `id:` of the event last yielded (the server numbers a run's events 1, 2,
+3 …; spec section 12); a reader that lost its connection sends it back as `Last-Event-ID`.
 """
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ import requests
 from ag_ui.core import Event, EventType
 from pydantic import TypeAdapter, ValidationError
 
-from ._sse import iter_sse_data, response_chunks
+from ._sse import iter_sse_events, response_chunks
 from .errors import APIResponseValidationError
 
 __all__ = ["Stream", "parse_event", "AGUIEvent"]
@@ -80,6 +83,8 @@ class Stream:
         self.thread_id: str | None = headers.get("X-Thread-Id")
         self.run_id: str | None = headers.get("X-Run-Id")
         self._chunks = chunks if chunks is not None else response_chunks(response)  # type: ignore[arg-type]
+        #: The SSE id of the last event yielded (or skipped as unknown); None before the first one.
+        self.last_event_id: str | None = None
         self._iterator: Iterator[AGUIEvent] = self._events()
         self._closed = threading.Event()
 
@@ -89,10 +94,11 @@ class Stream:
 
     def _events(self) -> Iterator[AGUIEvent]:
         try:
-            for data in iter_sse_data(self._chunks):
+            for message in iter_sse_events(self._chunks):
                 if self.closed:
                     return
-                event = parse_event(data)
+                event = parse_event(message.data)
+                self.last_event_id = message.id
                 if event is None:
                     continue
                 if event.type == EventType.RUN_STARTED:
