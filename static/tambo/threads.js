@@ -4,11 +4,18 @@
 // the thread's lastCompletedRunId), fold its events into the view, and while the run pauses on
 // `tambo.run.awaiting_input`, run the pending tools in the page and post their results as a
 // continuation. Stop sends DELETE for the run, then aborts the fetch.
+//
+// Runs outlive their stream (onDisconnect "continue"; see resume.js): a stream that drops while
+// the run goes on is read on from the run's events route, and a reload during a run reads the
+// rest of it there (`resumeLiveRun`).
 
 import { ApiError, request, requestJson } from "./api.js";
 import { componentSpecs } from "./components.js";
-import { addUserMessage, endRun, findBlock, newView, reduceEvent, viewFromThread } from "./reducer.js";
-import { isAbort, readSSE } from "./sse.js";
+import { addUserMessage, endRun, expectReplay, findBlock, newView, reduceEvent, viewFromThread } from "./reducer.js";
+import {
+  clearLiveRun, isNewEvent, loadLiveRun, MAX_RECONNECTS, reconnectDelay, saveLiveRun, stillRunning,
+} from "./resume.js";
+import { abortError, isAbort, readSSEEvents } from "./sse.js";
 import { runTool, toolSpecs } from "./tools.js";
 
 export class ThreadsChat {
@@ -158,20 +165,53 @@ export class ThreadsChat {
     this.changed();
   }
 
+  // After a reload: when this tab was reading a run of thread `id` that still runs, open the thread
+  // and read the run again from its first event (the page before the reload had the rest in
+  // memory only). Resolves true once the thread shows (the run goes on streaming), false when
+  // there is nothing to resume; a thread that is gone throws like openThread.
+  async resumeLiveRun(id) {
+    const live = loadLiveRun(sessionStore());
+    clearLiveRun(sessionStore());
+    if (!live || live.threadId !== id || this.busy) return false;
+    await this.openThread(id);
+    if (!stillRunning(live, this.thread)) return true;
+    const abort = new AbortController();
+    let response;
+    try {
+      response = await this.openEvents({ ...live, lastEventId: null }, abort.signal);
+    } catch (error) {
+      // 404: the run ended long enough ago to be forgotten; the thread as loaded is the answer.
+      if (!(error instanceof ApiError && error.status === 404)) console.warn("Could not resume the run", error);
+      return true;
+    }
+    expectReplay(this.view);
+    this.turn(null, null, { abort, response, live: { ...live, lastEventId: null } });
+    return true;
+  }
+
   // --- the turn: run, tools, continuation, … ---------------------------------------------------------
 
-  async turn(message, nameAs = null) {
-    const abort = new AbortController();
-    this.active = { abort, threadId: this.thread?.id ?? null, runId: null, stopping: false, deletion: null };
+  // `resumed` ({ abort, response, live }) reads an existing run from the events route instead of
+  // sending `message`.
+  async turn(message, nameAs = null, resumed = null) {
+    const abort = resumed?.abort ?? new AbortController();
+    this.active = { abort, threadId: resumed?.live.threadId ?? this.thread?.id ?? null,
+      runId: resumed?.live.runId ?? null, stopping: false, deletion: null };
     this.view.status = "requesting";
     this.changed();
     try {
-      let next = message;
-      while (next) {
+      let pending;
+      if (resumed) {
+        this.lastInput = this.view.lastUserContent ? { role: "user", content: this.view.lastUserContent } : null;
+        pending = await this.readRun(resumed.response, abort.signal, resumed.live);
+      } else {
+        this.lastInput = message;
+        pending = await this.streamRun(message, abort.signal);
+      }
+      while (pending) {
+        const next = { role: "user", content: await this.runPendingTools(pending, abort.signal) };
         this.lastInput = next;
-        const pending = await this.streamRun(next, abort.signal);
-        if (!pending) break;
-        next = { role: "user", content: await this.runPendingTools(pending, abort.signal) };
+        pending = await this.streamRun(next, abort.signal);
       }
       this.lastInput = this.view.status === "error" ? this.lastInput : null;
     } catch (error) {
@@ -188,6 +228,7 @@ export class ThreadsChat {
     } finally {
       // Still busy until the thread is re-read: a Retry or a new message needs its lastCompletedRunId.
       this.active.settling = true;
+      clearLiveRun(sessionStore());
       this.changed(); // nothing left to stop
       if (this.active.deletion) await this.active.deletion;
       await this.refreshThread();
@@ -207,7 +248,7 @@ export class ThreadsChat {
 
   // One run's stream. Returns the pending tool calls when the run paused for them, else null.
   async streamRun(message, signal) {
-    const body = { message, tools: toolSpecs(), availableComponents: componentSpecs() };
+    const body = { message, tools: toolSpecs(), availableComponents: componentSpecs(), onDisconnect: "continue" };
     let path = "/v1/threads/runs";
     if (this.thread) {
       path = `/v1/threads/${encodeURIComponent(this.thread.id)}/runs`;
@@ -224,21 +265,67 @@ export class ThreadsChat {
       this.active.threadId = threadId;
       this.onThreadsChange(this.threads, threadId);
     }
-    let ended = false;
-    for await (const event of readSSE(response, signal)) {
-      reduceEvent(this.view, event);
-      this.changed();
-      if (event.type === "RUN_FINISHED" || event.type === "RUN_ERROR") ended = true;
+    const live = { threadId: this.active.threadId ?? this.thread?.id, runId: this.active.runId, lastEventId: null };
+    return this.readRun(response, signal, live);
+  }
+
+  // Reads one run's events into the view, remembering where it is (`live`) in sessionStorage; a
+  // stream that drops before the run's last event is read on from the events route. Returns the
+  // pending tool calls when the run paused for them, else null.
+  async readRun(response, signal, live) {
+    let dropped = null;
+    let delivered = 0;
+    for (let attempt = 0; ; attempt += 1) {
+      if (response) {
+        dropped = null;
+        try {
+          for await (const { id, data: event } of readSSEEvents(response, signal)) {
+            if (!isNewEvent(live.lastEventId, id)) continue;
+            live.lastEventId = id ?? live.lastEventId;
+            if (event.type === "RUN_STARTED" && event.runId) live.runId = this.active.runId = event.runId;
+            delivered += 1;
+            attempt = 0;
+            reduceEvent(this.view, event);
+            this.changed();
+            if (event.type === "RUN_FINISHED" || event.type === "RUN_ERROR") return this.pausedFor();
+            saveLiveRun(sessionStore(), live);
+          }
+        } catch (error) {
+          if (isAbort(error) || signal.aborted) throw error;
+          dropped = error;
+        }
+      }
+      // The run goes on without us; read on after the last event we have, if the server can say.
+      const resumable = live.threadId && live.runId && (delivered === 0 || live.lastEventId !== null);
+      if (!resumable || attempt >= MAX_RECONNECTS) {
+        throw dropped || Object.assign(new Error("The connection closed before the run finished."), { code: "STREAM_CLOSED" });
+      }
+      await sleep(reconnectDelay(attempt), signal);
+      try {
+        response = await this.openEvents(live, signal);
+      } catch (error) {
+        if (isAbort(error) || signal.aborted || (error instanceof ApiError && !error.retryable)) throw error;
+        response = null;
+        dropped = error;
+      }
     }
-    if (!ended) throw Object.assign(new Error("The connection closed before the run finished."), { code: "STREAM_CLOSED" });
-    if (this.view.status === "error") return null;
-    if (this.view.status === "cancelled") return null;
+  }
+
+  pausedFor() {
+    if (this.view.status === "error" || this.view.status === "cancelled") return null;
     if (this.view.pending?.length) {
       // The paused run is now the thread's last completed run: the continuation must name it.
       this.thread = { ...this.thread, lastCompletedRunId: this.view.runId };
       return this.view.pending;
     }
     return null;
+  }
+
+  // The run's events after `live.lastEventId` (all without it), then the live ones (spec section 12).
+  openEvents(live, signal) {
+    const path = `/v1/threads/${encodeURIComponent(live.threadId)}/runs/${encodeURIComponent(live.runId)}/events`;
+    const headers = live.lastEventId === null ? {} : { "Last-Event-ID": live.lastEventId };
+    return request("GET", path, { signal, headers, accept: "text/event-stream" });
   }
 
   async runPendingTools(pending, signal) {
@@ -308,4 +395,23 @@ export class ThreadsChat {
       console.warn("No suggestions", error);
     }
   }
+}
+
+function sessionStore() {
+  try {
+    return window.sessionStorage;
+  } catch {
+    return null; // storage refused (privacy settings): no resume after a reload
+  }
+}
+
+function sleep(ms, signal) {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(abortError());
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener("abort", () => {
+      clearTimeout(timer);
+      reject(abortError());
+    }, { once: true });
+  });
 }
