@@ -127,3 +127,20 @@ def test_closing_from_another_thread_ends_iteration_quietly():
         assert list(stream) == []
         assert time.monotonic() - started < 3
         timer.join()
+
+
+def test_every_event_carries_the_last_event_id_seen():
+    wire = (b'id: 1\ndata: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
+            b'data: {"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}\n\n'
+            b'data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}\nid: 3\n\n')
+    stream = Stream(None, chunks=[wire[i:i + 5] for i in range(0, len(wire), 5)])
+    assert [(e.type, stream.last_event_id) for e in stream] == [
+        (EventType.RUN_STARTED, "1"), (EventType.TEXT_MESSAGE_START, "1"), (EventType.RUN_FINISHED, "3")]
+
+
+@pytest.mark.parametrize("tail", [b'id: 2\ndata: {"type":"TEXT_MESS', b'id: 2\ndata: {"type":"RUN_FINISHED"}\n'],
+                         ids=["mid-json", "before-the-blank-line"])
+def test_an_event_cut_off_by_the_end_of_the_stream_is_not_an_event(tail):
+    wire = b'id: 1\ndata: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n' + tail
+    stream = Stream(None, chunks=[wire])
+    assert [e.type for e in stream] == [EventType.RUN_STARTED] and stream.last_event_id == "1"
