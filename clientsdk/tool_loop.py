@@ -90,6 +90,8 @@ class RunStream:
         self.snapshot = ThreadSnapshot(thread_id=thread_id)
         #: Tool rounds executed so far.
         self.steps = 0
+        #: Times a dropped stream was opened again from the events route (resume or join).
+        self.reconnects = 0
         self.max_steps_exceeded = False
         self.cancelled = False
         self._stream: Stream | None = None
@@ -234,18 +236,21 @@ class RunStream:
             self._cancel_on_server()
             return
         terminal = False
-        with stream:
-            for event in stream:
-                self.snapshot = accumulate(self.snapshot, event)
-                self.thread_id = self.snapshot.thread_id or self.thread_id
-                self.run_id = self.snapshot.run_id or self.run_id
-                if event.type in (EventType.RUN_FINISHED, EventType.RUN_ERROR):
-                    terminal = True
-                    self._run_active = False
-                self._feed_streamable_tool(event)
-                yield event, self.snapshot
-                if self.cancelled:
-                    return
+        try:
+            with stream:
+                for event in stream:
+                    self.snapshot = accumulate(self.snapshot, event)
+                    self.thread_id = self.snapshot.thread_id or self.thread_id
+                    self.run_id = self.snapshot.run_id or self.run_id
+                    if event.type in (EventType.RUN_FINISHED, EventType.RUN_ERROR):
+                        terminal = True
+                        self._run_active = False
+                    self._feed_streamable_tool(event)
+                    yield event, self.snapshot
+                    if self.cancelled:
+                        return
+        finally:
+            self.reconnects += getattr(stream, "reconnects", 0)
         self._run_active = False
         if not terminal and not self.cancelled:
             raise APIConnectionError("The event stream ended before the run finished.")
