@@ -2,8 +2,10 @@
 // a run goes on when the page loses its stream. While a run streams, the page keeps the run it
 // reads (thread id, run id, last event id) in sessionStorage, per tab: after a reload it reopens
 // that thread and reads the run's events from the events route; after a dropped connection it
-// reads on after the last event id it has. These are the pure parts; `storage` is a Storage (or
-// null when the browser refuses one).
+// reads on after the last event id it has. `followRun` does the reading; the rest is pure, and
+// `storage` is a Storage (or null when the browser refuses one).
+
+import { abortError, isAbort, readSSEEvents } from "./sse.js";
 
 const KEY = "tambo.liveRun";
 
@@ -63,4 +65,59 @@ function toSeq(id) {
 export function reconnectDelay(attempt, random = Math.random) {
   const base = Math.min(500 * 2 ** attempt, 8000);
   return Math.round(base * (1 - 0.25 * random()));
+}
+
+// Reads one run's events from `response` until its RUN_FINISHED or RUN_ERROR, calling
+// onEvent(event) once per event. `live` ({ threadId, runId, lastEventId }) follows the last event
+// read. When the stream fails or ends early (the run goes on without us: onDisconnect "continue"),
+// openEvents(live) opens the run's events route after live.lastEventId, up to MAX_RECONNECTS
+// times in a row with a growing delay; events already read are skipped. Throws the last failure
+// when it gives up (at once for an HTTP error that is not worth retrying, such as 404), and an
+// AbortError when `signal` aborts.
+export async function followRun(response, { signal, live, openEvents, onEvent, delay = reconnectDelay }) {
+  let dropped = null;
+  let delivered = 0;
+  for (let attempt = 0; ; attempt += 1) {
+    if (response) {
+      dropped = null;
+      try {
+        for await (const { id, data: event } of readSSEEvents(response, signal)) {
+          if (!isNewEvent(live.lastEventId, id)) continue;
+          live.lastEventId = id ?? live.lastEventId;
+          if (event.type === "RUN_STARTED" && event.runId) live.runId = event.runId;
+          delivered += 1;
+          attempt = 0;
+          onEvent(event);
+          if (event.type === "RUN_FINISHED" || event.type === "RUN_ERROR") return;
+        }
+      } catch (error) {
+        if (isAbort(error) || signal?.aborted) throw error;
+        dropped = error;
+      }
+    }
+    // The server can say what came next only for a known run, and after an event with an id.
+    const resumable = live.threadId && live.runId && (delivered === 0 || live.lastEventId !== null);
+    if (!resumable || attempt >= MAX_RECONNECTS) {
+      throw dropped || Object.assign(new Error("The connection closed before the run finished."), { code: "STREAM_CLOSED" });
+    }
+    await sleep(delay(attempt), signal);
+    try {
+      response = await openEvents(live);
+    } catch (error) {
+      if (isAbort(error) || signal?.aborted || error.retryable === false) throw error;
+      response = null;
+      dropped = error;
+    }
+  }
+}
+
+function sleep(ms, signal) {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(abortError());
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener("abort", () => {
+      clearTimeout(timer);
+      reject(abortError());
+    }, { once: true });
+  });
 }

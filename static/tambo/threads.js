@@ -12,10 +12,8 @@
 import { ApiError, request, requestJson } from "./api.js";
 import { componentSpecs } from "./components.js";
 import { addUserMessage, endRun, expectReplay, findBlock, newView, reduceEvent, viewFromThread } from "./reducer.js";
-import {
-  clearLiveRun, isNewEvent, loadLiveRun, MAX_RECONNECTS, reconnectDelay, saveLiveRun, stillRunning,
-} from "./resume.js";
-import { abortError, isAbort, readSSEEvents } from "./sse.js";
+import { clearLiveRun, followRun, loadLiveRun, saveLiveRun, stillRunning } from "./resume.js";
+import { isAbort } from "./sse.js";
 import { runTool, toolSpecs } from "./tools.js";
 
 export class ThreadsChat {
@@ -273,42 +271,18 @@ export class ThreadsChat {
   // stream that drops before the run's last event is read on from the events route. Returns the
   // pending tool calls when the run paused for them, else null.
   async readRun(response, signal, live) {
-    let dropped = null;
-    let delivered = 0;
-    for (let attempt = 0; ; attempt += 1) {
-      if (response) {
-        dropped = null;
-        try {
-          for await (const { id, data: event } of readSSEEvents(response, signal)) {
-            if (!isNewEvent(live.lastEventId, id)) continue;
-            live.lastEventId = id ?? live.lastEventId;
-            if (event.type === "RUN_STARTED" && event.runId) live.runId = this.active.runId = event.runId;
-            delivered += 1;
-            attempt = 0;
-            reduceEvent(this.view, event);
-            this.changed();
-            if (event.type === "RUN_FINISHED" || event.type === "RUN_ERROR") return this.pausedFor();
-            saveLiveRun(sessionStore(), live);
-          }
-        } catch (error) {
-          if (isAbort(error) || signal.aborted) throw error;
-          dropped = error;
-        }
-      }
-      // The run goes on without us; read on after the last event we have, if the server can say.
-      const resumable = live.threadId && live.runId && (delivered === 0 || live.lastEventId !== null);
-      if (!resumable || attempt >= MAX_RECONNECTS) {
-        throw dropped || Object.assign(new Error("The connection closed before the run finished."), { code: "STREAM_CLOSED" });
-      }
-      await sleep(reconnectDelay(attempt), signal);
-      try {
-        response = await this.openEvents(live, signal);
-      } catch (error) {
-        if (isAbort(error) || signal.aborted || (error instanceof ApiError && !error.retryable)) throw error;
-        response = null;
-        dropped = error;
-      }
-    }
+    await followRun(response, {
+      signal,
+      live,
+      openEvents: (where) => this.openEvents(where, signal),
+      onEvent: (event) => {
+        if (event.type === "RUN_STARTED" && event.runId) this.active.runId = event.runId;
+        reduceEvent(this.view, event);
+        this.changed();
+        if (event.type !== "RUN_FINISHED" && event.type !== "RUN_ERROR") saveLiveRun(sessionStore(), live);
+      },
+    });
+    return this.pausedFor();
   }
 
   pausedFor() {
@@ -403,15 +377,4 @@ function sessionStore() {
   } catch {
     return null; // storage refused (privacy settings): no resume after a reload
   }
-}
-
-function sleep(ms, signal) {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(abortError());
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener("abort", () => {
-      clearTimeout(timer);
-      reject(abortError());
-    }, { once: true });
-  });
 }

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import {
-  clearLiveRun, isNewEvent, loadLiveRun, reconnectDelay, saveLiveRun, stillRunning,
+  clearLiveRun, followRun, isNewEvent, loadLiveRun, MAX_RECONNECTS, reconnectDelay, saveLiveRun, stillRunning,
 } from "../../static/tambo/resume.js";
 import { expectReplay, newView, reduceEvent, viewFromThread } from "../../static/tambo/reducer.js";
 
@@ -103,4 +103,96 @@ test("without a replay, events extend a message as before", () => {
   reduceEvent(view, { type: "TEXT_MESSAGE_CONTENT", messageId: "m", delta: "a" });
   reduceEvent(view, { type: "TEXT_MESSAGE_CONTENT", messageId: "m", delta: "b" });
   assert.equal(view.messages[0].blocks[0].text, "ab");
+});
+
+// --- followRun: reading one run across dropped connections -------------------------------------
+
+const RUN = [
+  { type: "RUN_STARTED", runId: "run_1" },
+  { type: "TEXT_MESSAGE_START", messageId: "m" },
+  { type: "TEXT_MESSAGE_CONTENT", messageId: "m", delta: "one " },
+  { type: "TEXT_MESSAGE_CONTENT", messageId: "m", delta: "two" },
+  { type: "TEXT_MESSAGE_END", messageId: "m" },
+  { type: "RUN_FINISHED" },
+];
+
+// A response carrying events first..last (1-based ids); `fail` makes the body break off after them.
+function eventsResponse(first, last, { fail = false, ids = true } = {}) {
+  const encoder = new TextEncoder();
+  let n = first;
+  // One event per read; the failure comes on the read after the last one, as on a real network.
+  return new Response(new ReadableStream({
+    pull(controller) {
+      if (n <= last) {
+        controller.enqueue(encoder.encode(`${ids ? `id: ${n}\n` : ""}data: ${JSON.stringify(RUN[n - 1])}\n\n`));
+        n += 1;
+      } else if (fail) controller.error(new TypeError("network error"));
+      else controller.close();
+    },
+  }));
+}
+
+function follow(first, replies) {
+  const seen = [];
+  const asked = [];
+  const live = { threadId: "thr_1", runId: "run_1", lastEventId: null };
+  const run = followRun(first, {
+    live,
+    onEvent: (event) => seen.push(event),
+    openEvents: async (where) => {
+      asked.push(where.lastEventId);
+      const reply = replies.shift();
+      if (reply instanceof Error) throw reply;
+      return reply;
+    },
+    delay: () => 0,
+  });
+  return { run, seen, asked, live };
+}
+
+test("a stream that breaks off is read on after its last id, each event once", async () => {
+  const { run, seen, asked, live } = follow(eventsResponse(1, 3, { fail: true }), [eventsResponse(2, 6)]);
+  await run;
+  assert.deepEqual(seen, RUN);
+  assert.deepEqual(asked, ["3"]);
+  assert.equal(live.lastEventId, "6");
+});
+
+test("a failed reconnect is retried; one that is not worth it is not", async () => {
+  const busy = Object.assign(new Error("busy"), { retryable: true });
+  const ok = follow(eventsResponse(1, 2), [busy, new TypeError("offline"), eventsResponse(3, 6)]);
+  await ok.run;
+  assert.deepEqual(ok.seen, RUN);
+  assert.deepEqual(ok.asked, ["2", "2", "2"]);
+
+  const gone = Object.assign(new Error("not found"), { status: 404, retryable: false });
+  const lost = follow(eventsResponse(1, 2), [gone]);
+  await assert.rejects(lost.run, /not found/);
+  assert.deepEqual(lost.asked, ["2"]);
+});
+
+test("the reader gives up after MAX_RECONNECTS attempts in a row", async () => {
+  const replies = Array.from({ length: MAX_RECONNECTS + 1 }, () => new TypeError("offline"));
+  const { run, asked } = follow(eventsResponse(1, 2), replies);
+  await assert.rejects(run, /offline/);
+  assert.equal(asked.length, MAX_RECONNECTS);
+});
+
+test("events without ids cannot be resumed once some were read", async () => {
+  const { run, asked, seen } = follow(eventsResponse(1, 2, { ids: false }), []);
+  await assert.rejects(run, (error) => error.code === "STREAM_CLOSED");
+  assert.equal(seen.length, 2);
+  assert.deepEqual(asked, []);
+});
+
+test("aborting stops the reader without a reconnect", async () => {
+  const controller = new AbortController();
+  const live = { threadId: "thr_1", runId: "run_1", lastEventId: null };
+  const asked = [];
+  const run = followRun(eventsResponse(1, 2), {
+    live, signal: controller.signal, onEvent: () => controller.abort(),
+    openEvents: async () => asked.push(1), delay: () => 0,
+  });
+  await assert.rejects(run, (error) => error.name === "AbortError");
+  assert.deepEqual(asked, []);
 });
