@@ -10,26 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator
 
-from ag_ui.core import (
-    AssistantMessage,
-    BaseEvent,
-    CustomEvent,
-    DeveloperMessage,
-    RunAgentInput,
-    RunErrorEvent,
-    RunFinishedEvent,
-    RunStartedEvent,
-    StateSnapshotEvent,
-    SystemMessage,
-    TextPart,
-    ToolCallResultEvent,
-    ToolMessage,
-    UserMessage,
-)
+from ag_ui.core import (AssistantMessage, BaseEvent, CustomEvent, DeveloperMessage, RunAgentInput,
+                        RunErrorEvent, RunFinishedEvent, RunStartedEvent, StateSnapshotEvent, SystemMessage,
+                        TextPart, ToolCallResultEvent, ToolMessage, UserMessage)
 from pydantic import ValidationError
 
 from clientsdk import types as wire
-from tambo_project.problems import Problem, validation_error
+from core.problems import Problem, validation_error
 
 MAX_ID_LENGTH = 200
 

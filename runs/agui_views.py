@@ -12,13 +12,13 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
+from core.input_guard import request_json
+from core.problems import Problem, response_for
+from core.validation import parse_body
 from runs.agui import agui_events
 from runs.agui_services import agui_run_start
 from runs.views import run_start_shielded, stream_run
 from tambo_project.auth import aresolve_principal
-from tambo_project.input_guard import request_json
-from tambo_project.problems import Problem, response_for
-from tambo_project.validation import parse_body
 
 
 @csrf_exempt

@@ -22,7 +22,7 @@ from typing import AsyncIterator, Awaitable, TypeVar
 
 from django.conf import settings
 
-from tambo_project.db import db_call
+from core.db import db_call
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -243,7 +243,7 @@ def _tick_in_db(run_ids: list[str], checkpoints: dict[str, tuple[str, str]]) -> 
 
 
 def _log_failure(what: str, exc: Exception) -> None:
-    from tambo_project.problems import is_database_unavailable
+    from core.problems import is_database_unavailable
 
     if is_database_unavailable(exc):
         # Expected during an outage, several times a second: one line, no trace.

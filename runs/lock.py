@@ -19,9 +19,9 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from core.problems import Problem
 from runs.models import Run
 from runs.recovery import DEAD_RUN_MESSAGE, partial_store
-from tambo_project.problems import Problem
 from threads.models import LEASE_EXPIRED_CODE, LEASE_EXPIRED_ERROR, RunStatus, Thread
 
 

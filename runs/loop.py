@@ -3,7 +3,7 @@
 Each iteration is one model step: stream the model's output as events, store the assistant message
 when it ends, run server-side tools and components inline and go round again, or pause on client
 tools (pending ids stored and the lock released *before* `tambo.run.awaiting_input`), or finish.
-Database work goes through db_call (tambo_project/db.py) a few times per step, never per token, and no
+Database work goes through db_call (core/db.py) a few times per step, never per token, and no
 transaction is open while the model or a tool runs.
 """
 from __future__ import annotations
@@ -11,20 +11,20 @@ from __future__ import annotations
 import logging
 from typing import AsyncIterator
 
-from ag_ui.core import BaseEvent, CustomEvent, RunErrorEvent, RunFinishedEvent, RunFinishedSuccessOutcome
-from ag_ui.core import RunStartedEvent, ToolCallResultEvent
+from ag_ui.core import (BaseEvent, CustomEvent, RunErrorEvent, RunFinishedEvent, RunFinishedSuccessOutcome,
+                        RunStartedEvent, ToolCallResultEvent)
 from django.conf import settings
 
+from core.db import db_call
+from core.problems import is_database_unavailable
+from providers.base import ModelError, ModelRequest, Provider, StepEnd
 from runs import services, settle
 from runs.control import RunCancelled, RunControl
 from runs.history import build_model_messages, component_result_text
 from runs.lock import LEASE_EXPIRED_CODE
-from runs.providers.base import ModelError, ModelRequest, Provider, StepEnd
 from runs.services import StartedRun, call_signature
 from runs.step import Call, Step
-from tambo_project.db import db_call
-from tambo_project.problems import is_database_unavailable
-from tools.toolbox import ToolResult, Toolbox, build_toolbox, error_result, load_mcp_tools
+from runs.toolbox import Toolbox, ToolResult, build_toolbox, error_result, load_mcp_tools
 
 log = logging.getLogger(__name__)
 

@@ -1,8 +1,8 @@
 """Runs: one model-driven turn of a thread, from the request that starts it to its last event."""
 from django.db import models
 
-from tambo_project.clock import now_unique
-from tambo_project.ids import new_id
+from core.clock import now_unique
+from core.ids import new_id
 
 
 def _run_id() -> str:

@@ -1,5 +1,5 @@
 """Starting runs and recording what they produce. Synchronous; the async loop calls them through
-db_call (tambo_project/db.py), a handful of times per run (never per token)."""
+db_call (core/db.py), a handful of times per run (never per token)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -9,12 +9,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from clientsdk import types as wire
+from core.ids import new_id
+from core.problems import Problem
 from runs.lock import lock_release, lock_take, lock_take_created
 from runs.models import Run
 from tambo_project.auth import Principal
-from tambo_project.ids import new_id
-from tambo_project.problems import Problem
-from threads import selectors, services as thread_services
+from threads import selectors
+from threads import services as thread_services
 from threads.models import Message, RunStatus, Thread
 from tools.selectors import ProjectTools, project_tools, project_tools_of, tool_annotations
 

@@ -73,8 +73,3 @@ def _close(merged: list[BaseEvent], parts: list[str]) -> None:
             type=first.type, timestamp=first.timestamp, raw_event=None, message_id=first.message_id,
             delta="".join(parts))
 
-
-SSE_HEADERS = {
-    "Cache-Control": "no-cache",
-    "X-Accel-Buffering": "no",
-}

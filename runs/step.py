@@ -8,21 +8,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from ag_ui.core import (
-    BaseEvent,
-    CustomEvent,
-    TextMessageContentEvent,
-    TextMessageEndEvent,
-    TextMessageStartEvent,
-    ToolCallArgsEvent,
-    ToolCallEndEvent,
-    ToolCallStartEvent,
-)
+from ag_ui.core import (BaseEvent, CustomEvent, TextMessageContentEvent, TextMessageEndEvent,
+                        TextMessageStartEvent, ToolCallArgsEvent, ToolCallEndEvent, ToolCallStartEvent)
 
-from runs.providers.base import TextDelta, ToolCallDelta
-from tambo_project.ids import new_id
+from core.ids import new_id
+from providers.base import TextDelta, ToolCallDelta
+from runs.toolbox import Toolbox
 from tools.props_stream import PropsStream
-from tools.toolbox import Toolbox
 
 
 @dataclass

@@ -14,17 +14,18 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
 from clientsdk import types as wire
+from core.db import db_call
+from core.input_guard import request_json
+from core.problems import Problem, response_for
+from core.sse import sse_response
+from core.validation import parse_body
+from providers import get_provider
 from runs import services
 from runs.control import RunControl, watcher
-from runs.loop import advance
-from runs.providers import get_provider
 from runs.guard import encode_into
-from runs.sse import SSE_HEADERS, join_encoded
+from runs.loop import advance
+from runs.sse import join_encoded
 from tambo_project.auth import aresolve_principal
-from tambo_project.db import db_call
-from tambo_project.input_guard import request_json
-from tambo_project.problems import Problem, response_for
-from tambo_project.validation import parse_body
 
 log = logging.getLogger(__name__)
 _END = object()
@@ -65,9 +66,7 @@ def stream_run(started: services.StartedRun, adapt=None) -> StreamingHttpRespons
     reading = asyncio.Event()
     events = advance(started, control, get_provider())
     producer = asyncio.create_task(_produce(adapt(events) if adapt else events, queue, control, reading))
-    response = StreamingHttpResponse(_write(queue, producer, control, reading), content_type="text/event-stream")
-    for header, value in SSE_HEADERS.items():
-        response[header] = value
+    response = sse_response(_write(queue, producer, control, reading))
     response["X-Run-Id"] = started.run.id
     return response
 

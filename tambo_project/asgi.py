@@ -23,6 +23,6 @@ asgi_signals.install()  # no thread per request for Django's start/finish bookke
 # inside the first run, which would otherwise wait seconds for them.
 import runs.loop  # noqa: E402,F401
 import tools.mcp_client  # noqa: E402,F401
-from runs.providers import get_provider  # noqa: E402
+from providers import get_provider  # noqa: E402
 
 get_provider()

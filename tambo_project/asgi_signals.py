@@ -6,7 +6,7 @@ then lives as long as the request: for a stream, as long as it is open. Under AS
 sync code runs on a fresh thread of its own (asgiref's ThreadSensitiveContext) that has no
 connection yet, so there is nothing to reset when a request starts. `request_finished` is left
 alone: it runs inside `response.close()` on that thread, where the request's connections are.
-The run path's own database work is on the shared database threads (tambo_project/db.py).
+The run path's own database work is on the shared database threads (core/db.py).
 """
 from __future__ import annotations
 

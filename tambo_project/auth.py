@@ -14,8 +14,8 @@ from django.middleware.csrf import CsrfViewMiddleware
 from django.utils import timezone
 from rest_framework import authentication
 
+from core.problems import Problem, validation_error
 from tambo_project import user_tokens
-from tambo_project.problems import Problem, validation_error
 from threads.models import ApiKey, Project, hash_api_key
 
 UNAUTHORIZED = Problem(401, "UNAUTHORIZED", "A valid x-api-key header is required.")
@@ -158,9 +158,9 @@ def resolve_principal(request) -> Principal:
 
 async def aresolve_principal(request) -> Principal:
     """The same for async views. All of its database work, the session user's included (loaded
-    lazily by `request.user`), runs on the shared database threads (tambo_project/db.py), so a
+    lazily by `request.user`), runs on the shared database threads (core/db.py), so a
     streaming answer holds no connection for the request."""
-    from tambo_project.db import db_call
+    from core.db import db_call
 
     return await db_call(resolve_principal, request)
 

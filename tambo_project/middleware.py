@@ -1,11 +1,21 @@
-"""Middleware that keeps every API answer a problem+json, whatever produced the error."""
+"""Middleware: the body-size limit, the input check of every request, and every API answer a
+problem+json whatever produced the error.
+
+`InputSanityMiddleware` checks every request's path, query and headers, and parses the JSON body of
+every API request once (core/input_guard.py `request_json`), before any view runs, so a route added
+later is covered without doing anything. Refusals take the shape of the route: OpenAI's error object
+under `/api/` (the gateway's callers are OpenAI clients), OAuth's under `/oauth/` (RFC 6749, section
+5.2), problem+json elsewhere.
+"""
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 
-from tambo_project.problems import (PROBLEM_CONTENT_TYPE, Problem, is_database_unavailable, problem_response,
-                                    response_for, unavailable)
+from core import sanity
+from core.input_guard import request_json
+from core.problems import (PROBLEM_CONTENT_TYPE, Problem, is_database_unavailable, problem_response,
+                           response_for, unavailable)
 
 # Paths the official SDKs call (spec section 9): the v1 API, the SDK's older routes without `/v1`
 # (thread names, suggestions), the OAuth token exchange, audio, and the chat-completions gateway.
@@ -58,7 +68,7 @@ class BodySizeLimitMiddleware(_HybridMiddleware):
 
 def _too_large(request) -> HttpResponse:
     if request.path.startswith("/api/"):
-        from runs.gateway.errors import openai_error_response
+        from gateway.errors import openai_error_response
 
         return openai_error_response(413, "Request body too large.", "invalid_request_error", "payload_too_large")
     return problem_response(413, "PAYLOAD_TOO_LARGE",
@@ -105,8 +115,62 @@ def _unavailable(request, exception) -> HttpResponse:
     logging.getLogger(__name__).warning("Database unavailable on %s: %s", request.path, type(exception).__name__)
     problem = unavailable()
     if request.path.startswith("/api/"):
-        from runs.gateway.errors import openai_error_response
+        from gateway.errors import openai_error_response
 
         return openai_error_response(503, problem.detail, "server_error", "service_unavailable",
                                      retry_after=problem.extra["retryAfter"])
     return response_for(problem, request.path)
+
+
+_FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+
+def _is_json(request: HttpRequest) -> bool:
+    # The run views and the gateway read the body whatever its declared type, so only the form
+    # types (which they refuse anyway) are left to the views.
+    content_type = request.content_type or ""
+    return not content_type.startswith(_FORM_TYPES)
+
+
+class InputSanityMiddleware(_HybridMiddleware):
+    """400 for NUL, lone surrogates, over-deep JSON and out-of-range numbers, on every route."""
+
+    def before(self, request):
+        try:
+            sanity.check_request(request.path, request.GET.lists(), request.META)
+            if not _is_api(request):
+                return None
+            if request.content_type == "application/x-www-form-urlencoded":
+                for name, values in request.POST.lists():
+                    sanity.check_text(name, "form")
+                    for value in values:
+                        sanity.check_text(value, f"form.{name}")
+            elif _is_json(request):
+                request_json(request)
+        except sanity.InputError as error:
+            return refusal(request, error)
+        except RequestDataTooBig:
+            return _too_large(request)  # a chunked body Django measured while reading it
+        return None
+
+
+def refusal(request: HttpRequest, error: sanity.InputError) -> HttpResponse:
+    """The 400 answer for `error` in the shape callers of this path expect."""
+    path = request.path
+    if path.startswith("/api/"):
+        from gateway.errors import INVALID_REQUEST, openai_error_response
+
+        param = None if error.field == "body" else error.field
+        return openai_error_response(400, error.detail, INVALID_REQUEST, "invalid_value", param=param)
+    if path.startswith("/oauth/"):
+        from tambo_project.oauth import oauth_answer
+
+        return oauth_answer({"error": "invalid_request", "error_description": error.detail}, 400)
+    if _is_api(request):
+        return response_for(error, _safe_instance(path))
+    return HttpResponseBadRequest(error.detail, content_type="text/plain; charset=utf-8")
+
+
+def _safe_instance(path: str) -> str:
+    # The problem's `instance` echoes the path; the refused characters must not come back in it.
+    return path.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")

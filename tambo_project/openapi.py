@@ -280,7 +280,7 @@ def postprocess_v1_schema(result: dict[str, Any], generator, request, public) ->
 
     paths.update(assist_paths(schemas))
     # The chat-completions gateway lives outside /v1 but belongs in the same reference.
-    from runs.gateway.openapi import GATEWAY_SECURITY, GATEWAY_SECURITY_DEFINITION, gateway_paths
+    from gateway.openapi import GATEWAY_SECURITY, GATEWAY_SECURITY_DEFINITION, gateway_paths
 
     components["securitySchemes"][GATEWAY_SECURITY] = GATEWAY_SECURITY_DEFINITION
     paths.update(gateway_paths())

@@ -38,7 +38,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "tambo_project.cors.CorsMiddleware",
     "tambo_project.middleware.BodySizeLimitMiddleware",
-    "tambo_project.input_guard.InputSanityMiddleware",
+    "tambo_project.middleware.InputSanityMiddleware",
     # Django's own middleware, run on the event loop for async requests (no thread hop per step).
     "tambo_project.inline_middleware.SecurityMiddleware",
     "tambo_project.inline_middleware.SessionMiddleware",
@@ -128,8 +128,8 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["tambo_project.auth.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["tambo_project.input_guard.JSONParser"],
-    "EXCEPTION_HANDLER": "tambo_project.problems.drf_exception_handler",
+    "DEFAULT_PARSER_CLASSES": ["core.input_guard.JSONParser"],
+    "EXCEPTION_HANDLER": "core.problems.drf_exception_handler",
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
@@ -183,7 +183,7 @@ if MODEL_PROVIDER not in ("openai", "offline"):
 # Seconds between the offline model's deltas (0 for benchmarks).
 OFFLINE_MODEL_DELAY = env.float("OFFLINE_MODEL_DELAY", default=0.02)
 
-# Chat-completions gateway (runs/gateway): alias -> "provider:model", as `gpt-4o=openai:gpt-4o,local=openai:llama3.1:8b`
+# Chat-completions gateway (gateway): alias -> "provider:model", as `gpt-4o=openai:gpt-4o,local=openai:llama3.1:8b`
 # (colons in the model are fine) or, for names holding `,` or `=`, a JSON object. `offline` is always allowed.
 GATEWAY_MODELS = (env.json("GATEWAY_MODELS") if env.str("GATEWAY_MODELS", default="").lstrip().startswith("{")
                   else env.dict("GATEWAY_MODELS", default={}))

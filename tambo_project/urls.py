@@ -17,7 +17,7 @@ urlpatterns = [
     path("v1/", include("runs.urls")),
     path("v1/", include("threads.urls")),
     path("oauth/token", oauth.token_view, name="oauth-token"),
-    path("", include("runs.gateway.urls")),
+    path("", include("gateway.urls")),
     # Thread names and suggestions: /v1 and the SDK's paths without it.
     path("", include("runs.assist.urls")),
     path("", include("tambo_project.page_urls")),

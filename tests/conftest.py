@@ -118,6 +118,20 @@ class Api:
         params.setdefault("userKey", self.user_key)
         return self.session.delete(self.base_url + path, params=params, timeout=30)
 
+    def thread(self, thread_id: str) -> dict:
+        """GET /v1/threads/{id}, which must succeed."""
+        response = self.get(f"/v1/threads/{thread_id}")
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def block(self, thread_id: str, type_: str, **match: str) -> dict:
+        """The first stored content block of `type_` on the thread whose fields equal `match`."""
+        for message in self.thread(thread_id)["messages"]:
+            for block in message["content"]:
+                if block["type"] == type_ and all(block.get(k) == v for k, v in match.items()):
+                    return block
+        raise AssertionError(f"no {type_} block {match} on thread {thread_id}")
+
 
 @pytest.fixture
 def api(live_server_url, api_key) -> Api:

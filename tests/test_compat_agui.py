@@ -42,9 +42,7 @@ def run_scenario(name: str, base_url: str, api_key: str) -> dict:
 
 def thread_for(api, client_thread_id: str) -> dict:
     thread = Thread.objects.get(external_id=client_thread_id, user_key=USER_KEY)
-    response = api.get(f"/v1/threads/{thread.id}")
-    assert response.status_code == 200, response.text
-    return response.json()
+    return api.thread(thread.id)
 
 
 def test_http_agent_gets_the_answer_and_history_sent_twice_is_stored_once(live_server_url, api_key, api):

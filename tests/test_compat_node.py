@@ -23,16 +23,12 @@ def run_scenario(name: str, base_url: str, api_key: str, extra_env: dict[str, st
     return node.run_scenario("run.mjs", name, base_url, api_key, extra_env=extra_env)
 
 
-def thread_of(api, thread_id: str) -> dict:
-    response = api.get(f"/v1/threads/{thread_id}")
-    assert response.status_code == 200, response.text
-    return response.json()
 
 
 def test_the_official_client_streams_a_text_run_on_a_new_thread(live_server_url, api_key, api):
     result = run_scenario("text_run", live_server_url, api_key)
 
-    thread = thread_of(api, result["threadId"])
+    thread = api.thread(result["threadId"])
     assert thread["runStatus"] == "idle"
     assert thread["userKey"] == USER_KEY
     assert thread["lastCompletedRunId"] == result["secondRunId"]
@@ -45,7 +41,7 @@ def test_a_tool_registered_with_the_official_client_is_called_run_by_the_client_
         live_server_url, api_key, api):
     result = run_scenario("client_tool", live_server_url, api_key)
 
-    thread = thread_of(api, result["threadId"])
+    thread = api.thread(result["threadId"])
     assert thread["runStatus"] == "idle"
     assert "pendingToolCallIds" not in thread
     assert thread["lastCompletedRunId"] == result["continuationRunId"]
@@ -61,7 +57,7 @@ def test_a_tool_registered_with_the_official_client_is_called_run_by_the_client_
 def test_two_client_tools_in_one_step_are_answered_together_including_a_failing_one(live_server_url, api_key, api):
     result = run_scenario("two_client_tools", live_server_url, api_key)
 
-    thread = thread_of(api, result["threadId"])
+    thread = api.thread(result["threadId"])
     assert "pendingToolCallIds" not in thread
     results = {b["toolUseId"]: b for m in thread["messages"] for b in m["content"] if b["type"] == "tool_result"}
     weather_id, explode_id = result["toolCallIds"]
@@ -80,7 +76,7 @@ def test_the_official_client_shows_a_server_tools_result_in_the_same_run(live_se
 
     result = run_scenario("server_tool", live_server_url, api_key)
 
-    thread = thread_of(api, result["threadId"])
+    thread = api.thread(result["threadId"])
     results = [b for m in thread["messages"] for b in m["content"] if b["type"] == "tool_result"]
     assert results == [{"type": "tool_result", "toolUseId": result["toolCallId"],
                         "content": [{"type": "text", "text": "42"}]}]
@@ -99,13 +95,13 @@ def test_the_official_client_lists_the_threads_of_its_user_newest_first(live_ser
 def test_a_thread_made_by_the_official_client_is_fetched_and_renamed_through_the_sdk(live_server_url, api_key, api):
     result = run_scenario("fetch_thread", live_server_url, api_key)
 
-    thread = thread_of(api, result["threadId"])
+    thread = api.thread(result["threadId"])
     assert thread["name"] == "Renamed by the SDK"
     assert thread["lastCompletedRunId"] == result["lastCompletedRunId"]
 
 
 def _assert_cancelled(api, result: dict) -> None:
-    thread = thread_of(api, result["threadId"])
+    thread = api.thread(result["threadId"])
     assert thread["runStatus"] == "idle"
     assert thread["lastRunCancelled"] is True
     assert "currentRunId" not in thread
@@ -130,7 +126,7 @@ def test_aborting_the_official_clients_stream_cancels_the_run(live_server_url, a
 def test_a_component_registered_with_the_official_client_renders_and_keeps_its_state(live_server_url, api_key, api):
     result = run_scenario("component", live_server_url, api_key)
 
-    thread = thread_of(api, result["threadId"])
+    thread = api.thread(result["threadId"])
     components = [b for m in thread["messages"] for b in m["content"] if b["type"] == "component"]
     assert len(components) == 1
     assert components[0]["id"] == result["componentId"]
@@ -151,7 +147,7 @@ def run_token_scenario(name: str, base_url: str, api_key: str, project) -> dict:
 def test_the_sdk_exchanges_a_user_token_and_its_bearer_names_the_user(live_server_url, api_key, api, project):
     result = run_token_scenario("token_exchange", live_server_url, api_key, project)
 
-    assert thread_of(api, result["threadId"])["userKey"] == USER_KEY
+    assert api.thread(result["threadId"])["userKey"] == USER_KEY
     assert ApiKey.objects.get().last_used_at is not None
 
 
@@ -159,7 +155,7 @@ def test_the_official_client_fetches_switches_and_renames_threads_with_a_bearer(
                                                                                  project):
     result = run_token_scenario("token_fetch_thread", live_server_url, api_key, project)
 
-    made, other = (thread_of(api, thread_id) for thread_id in result["threadIds"])
+    made, other = (api.thread(thread_id) for thread_id in result["threadIds"])
     assert made["name"] == "Renamed with a user token"
     assert made["userKey"] == other["userKey"] == USER_KEY
     assert [m["role"] for m in made["messages"]] == ["user", "assistant"]

@@ -2,7 +2,7 @@
 import pytest
 
 from runs.lock import lock_take
-from tambo_project.problems import Problem
+from core.problems import Problem
 from threads.models import Thread
 
 pytestmark = pytest.mark.django_db(transaction=True)

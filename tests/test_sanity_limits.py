@@ -1,4 +1,4 @@
-"""The limits of tambo_project.sanity at their edges, on both of its parsing paths, and the string
+"""The limits of core.sanity at their edges, on both of its parsing paths, and the string
 limits of the wire models against the columns that store those strings."""
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 from clientsdk import types as wire
 from runs.models import Run
 from tambo_project.auth import Principal
-from tambo_project.problems import Problem
-from tambo_project.sanity import MAX_JSON_DEPTH, MAX_SAFE_INTEGER, InputError, loads
+from core.problems import Problem
+from core.sanity import MAX_JSON_DEPTH, MAX_SAFE_INTEGER, InputError, loads
 from threads.models import Message, Project, Thread
 
 # A run of 16 digits sends a body down the exact (standard library) path instead of orjson's.

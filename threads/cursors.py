@@ -11,8 +11,8 @@ from datetime import datetime, timezone
 
 from django.db.models import Q, QuerySet
 
-from tambo_project import sanity
-from tambo_project.problems import Problem
+from core import sanity
+from core.problems import Problem
 
 
 def encode_cursor(created_at: datetime, row_id: str) -> str:

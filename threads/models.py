@@ -10,8 +10,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from tambo_project.clock import now_unique
-from tambo_project.ids import new_id
+from core.clock import now_unique
+from core.ids import new_id
 
 
 def _project_id() -> str:

@@ -1,7 +1,7 @@
 """Reads. Every read is scoped by (project, user key): another user's thread does not exist."""
 from __future__ import annotations
 
-from tambo_project.problems import Problem
+from core.problems import Problem
 from threads.cursors import keyset_page
 from threads.models import Message, Project, Thread
 

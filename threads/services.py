@@ -7,7 +7,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from clientsdk import types as wire
-from tambo_project.problems import Problem
+from core.problems import Problem
 from threads.models import Message, Project, Thread
 
 

@@ -25,16 +25,8 @@ import anyio
 import httpx2
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import (
-    CONNECTION_CLOSED,
-    AudioContent,
-    BlobResourceContents,
-    CallToolResult,
-    EmbeddedResource,
-    ImageContent,
-    ResourceLink,
-    TextContent,
-)
+from mcp.types import (CONNECTION_CLOSED, AudioContent, BlobResourceContents, CallToolResult,
+                       EmbeddedResource, ImageContent, ResourceLink, TextContent)
 
 __all__ = [
     "McpClientError",

@@ -4,10 +4,10 @@ from __future__ import annotations
 import math
 from typing import Iterable
 
+from core.problems import Problem
+from providers import get_provider
+from providers.base import Completion, ModelError, ModelRequest
 from runs.history import block_text
-from runs.providers import get_provider
-from runs.providers.base import Completion, ModelError, ModelRequest
-from tambo_project.problems import Problem
 from threads.models import Message
 
 

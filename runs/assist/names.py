@@ -3,13 +3,13 @@ from __future__ import annotations
 
 from django.utils import timezone
 
+from core.db import db_call
+from core.problems import Problem, validation_error
+from providers.base import ModelRequest, ModelTask
+from providers.offline_tasks import cut_at_word
 from runs.assist.model import model_complete, transcript
-from runs.providers.base import ModelRequest, ModelTask
-from runs.providers.offline_tasks import cut_at_word
-from tambo_project.problems import Problem, validation_error
 from threads.models import Message, Project, Thread
 from threads.selectors import thread_get
-from tambo_project.db import db_call
 
 NAME_MAX = 60
 # A title comes from how a conversation starts; later turns rarely change what it is about.

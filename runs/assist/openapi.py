@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from clientsdk import types as wire
-from tambo_project.openapi import PROBLEM_CONTENT_TYPE, PROBLEM_REF, SECURITY, _add_model, _path_param, _problem
+from tambo_project.openapi import (PROBLEM_CONTENT_TYPE, PROBLEM_REF, SECURITY, _add_model, _path_param,
+                                   _problem)
 
 _MODEL_PROBLEMS = {
     "429": "The model provider is rate limiting (`LLM_RATE_LIMITED`, with `Retry-After` when known).",

@@ -14,13 +14,13 @@ from django.db import transaction
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StringConstraints
 
 from clientsdk import types as wire
+from core.db import db_call
+from core.problems import Problem
+from providers.base import ModelRequest, ModelTask
 from runs.assist.model import message_text, model_complete, transcript
-from runs.providers.base import ModelRequest, ModelTask
-from tambo_project.problems import Problem
 from threads.cursors import keyset_page
 from threads.models import Message, Project, Suggestion
 from threads.selectors import thread_get
-from tambo_project.db import db_call
 
 log = logging.getLogger(__name__)
 

@@ -2,23 +2,22 @@
 
 Async views, because each waits on a model: a sync view would hold a worker thread and its
 database connection for the whole call; their few database calls go to the bounded database
-workers (tambo_project/db.py), as the run path's do. Auth is the same Principal as every /v1 view.
+workers (core/db.py), as the run path's do. Auth is the same Principal as every /v1 view.
 """
 from __future__ import annotations
-
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
 from clientsdk import types as wire
+from core.db import db_call
+from core.input_guard import request_json
+from core.problems import Problem, response_for
+from core.validation import int_param, parse_body
 from runs.assist.names import thread_name_generate
 from runs.assist.suggestions import suggestion_list, suggestions_generate
 from tambo_project.auth import Principal, aresolve_principal
-from tambo_project.db import db_call
-from tambo_project.input_guard import request_json
-from tambo_project.problems import Problem, response_for
-from tambo_project.validation import int_param, parse_body
 from threads.presenters import named_thread_to_wire, suggestion_to_wire
 
 # Suggestions are at most 10 per message (maxSuggestions), so a whole list always fits one page.

@@ -2,7 +2,7 @@
 
 import django.db.models.deletion
 import runs.models
-import tambo_project.clock
+import core.clock
 from django.db import migrations, models
 
 
@@ -25,7 +25,7 @@ class Migration(migrations.Migration):
                 ('error_code', models.CharField(blank=True, max_length=64, null=True)),
                 ('error_message', models.TextField(blank=True, null=True)),
                 ('cancel_requested', models.BooleanField(default=False)),
-                ('created_at', models.DateTimeField(default=tambo_project.clock.now_unique)),
+                ('created_at', models.DateTimeField(default=core.clock.now_unique)),
                 ('started_at', models.DateTimeField(blank=True, null=True)),
                 ('finished_at', models.DateTimeField(blank=True, null=True)),
                 ('previous_run', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to='runs.run')),

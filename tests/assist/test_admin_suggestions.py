@@ -4,7 +4,6 @@ from __future__ import annotations
 import html
 
 import pytest
-from django.test import Client
 
 from tests.assist.conftest import BAR_CHART, DATA_CARD
 from tests.assist.test_suggestions import generate
@@ -12,16 +11,6 @@ from tests.support.admin import admin_url
 from threads.models import Message
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def admin_client(transactional_db) -> Client:
-    from django.contrib.auth import get_user_model
-
-    user = get_user_model().objects.create_superuser("root", "root@example.com", "pw-for-tests")
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def test_the_message_page_lists_its_suggestions_read_only(api, chat, admin_client):

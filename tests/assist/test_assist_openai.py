@@ -12,7 +12,7 @@ from tests.assist.test_suggestions import generate, v1_path
 from tests.conftest import Api
 from tests.runs.test_run_openai import Vendor
 from tests.support.fake_openai import FakeOpenAI, HTTPError, Stall, Text
-from tests.support.live import LiveServer
+from tests.support.live import LiveServer, openai_live_server
 from tests.support.problems import assert_problem
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -35,11 +35,9 @@ def vendor() -> Iterator[FakeOpenAI]:
 @pytest.fixture(scope="module")
 def openai_server(vendor, django_db_setup, django_db_blocker) -> Iterator[LiveServer]:
     # A short timeout, so the test of a vendor that never answers ends soon.
-    server = LiveServer("assist-openai", {"MODEL_PROVIDER": "openai", "OPENAI_BASE_URL": vendor.base_url,
-                                          "OPENAI_API_KEY": VENDOR_KEY, "OPENAI_MODEL": "fake-default",
-                                          "OPENAI_TIMEOUT": "2"})
-    yield server
-    server.stop()
+    with openai_live_server("assist-openai", vendor.base_url, VENDOR_KEY, OPENAI_MODEL="fake-default",
+                       OPENAI_TIMEOUT="2") as server:
+        yield server
 
 
 @pytest.fixture

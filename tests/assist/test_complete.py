@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from runs.providers.base import Completion, ModelError, ModelRequest, ModelTask, ModelTool
-from runs.providers.offline import OfflineProvider
-from runs.providers.offline_tasks import cut_at_word
-from runs.providers.openai_provider import OpenAIProvider
+from providers.base import Completion, ModelError, ModelRequest, ModelTask, ModelTool
+from providers.offline import OfflineProvider
+from providers.offline_tasks import cut_at_word
+from providers.openai_provider import OpenAIProvider
 from tests.support.fake_openai import Drop, FakeOpenAI, HTTPError, Text
 
 API_KEY = "sk-test-complete"

@@ -16,7 +16,7 @@ from tests.gateway.wire import weather_tool
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "runs" / "gateway" / "README.md"
+README = ROOT / "gateway" / "README.md"
 
 
 @pytest.mark.both_dbs

@@ -8,7 +8,7 @@ import time
 import openai
 import pytest
 
-from runs.gateway.ratelimit import rate_limit_hit
+from gateway.ratelimit import rate_limit_hit
 from tests.gateway.wire import openai_client
 from tests.support.live import LiveServer
 

@@ -54,9 +54,7 @@ class Runs:
         return read_events(response)
 
     def thread(self, thread_id: str) -> dict[str, Any]:
-        response = self.api.get(f"/v1/threads/{thread_id}")
-        assert response.status_code == 200, response.text
-        return response.json()
+        return self.api.thread(thread_id)
 
     def wait_idle(self, thread_id: str, timeout: float = 20.0) -> dict[str, Any]:
         """Polls the thread until it is idle (bounded, so a stuck lock fails the test instead of hanging)."""

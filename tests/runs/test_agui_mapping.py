@@ -17,8 +17,8 @@ from ag_ui.core import (
 
 from runs.agui import agui_events, client_tools, model_context, plan_turn
 from runs.sse import encode_event
-from tambo_project.problems import Problem
-from tambo_project.validation import parse_body
+from core.problems import Problem
+from core.validation import parse_body
 
 EVERY_FIELD = {
     "threadId": "conv-1",

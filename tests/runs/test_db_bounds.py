@@ -1,5 +1,5 @@
 """The run path's database calls: bounded threads, connections given back, 503 when the database
-cannot serve (tambo_project/db.py, spec section 8)."""
+cannot serve (core/db.py, spec section 8)."""
 from __future__ import annotations
 
 import asyncio
@@ -13,7 +13,7 @@ from django.test import AsyncClient
 
 from runs import services
 from runs.control import RunControl, Watcher
-from tambo_project import db
+from core import db
 
 pytestmark = pytest.mark.both_dbs
 

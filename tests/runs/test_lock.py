@@ -16,7 +16,7 @@ from django.utils import timezone
 from runs.lock import (LEASE_EXPIRED_CODE, lock_mark_streaming, lock_release, lock_renew, lock_request_cancel,
                        lock_take)
 from runs.models import Run
-from tambo_project.problems import Problem
+from core.problems import Problem
 from threads import services
 from threads.models import RunStatus, Thread
 

@@ -9,7 +9,7 @@ from clientsdk import types as wire
 from runs import services
 from runs.control import RunControl
 from runs.loop import advance
-from runs.providers.offline import OfflineProvider
+from providers.offline import OfflineProvider
 from tambo_project.auth import Principal
 from threads.models import Thread
 

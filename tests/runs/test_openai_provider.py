@@ -10,8 +10,8 @@ from typing import Any
 import openai
 import pytest
 
-from runs.providers.base import ModelError, ModelRequest, ModelTool, StepEnd, TextDelta, ToolCallDelta
-from runs.providers.openai_provider import OpenAIProvider, retry_after_seconds
+from providers.base import ModelError, ModelRequest, ModelTool, StepEnd, TextDelta, ToolCallDelta
+from providers.openai_provider import OpenAIProvider, retry_after_seconds
 from tests.support.fake_openai import (
     Drop,
     FakeOpenAI,

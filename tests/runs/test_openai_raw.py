@@ -5,7 +5,7 @@ import asyncio
 
 import pytest
 
-from runs.providers.openai_provider import sse_payloads
+from providers.openai_provider import sse_payloads
 
 BODY = (b': keep-alive\n\ndata: {"a": 1}\n\nevent: x\ndata: {"b":\ndata: 2}\n\r\n'
         b'data:{"c": "3\\n"}\r\n\r\ndata: [DONE]\n\n')

@@ -10,7 +10,7 @@ import requests
 import pytest
 
 from runs.models import Run
-from runs.providers.offline import SLOW_WORDS
+from providers.offline import SLOW_WORDS
 from tests.conftest import Api
 from tests.runs.conftest import Runs, paused_thread, text_of, tool_result
 from tests.support.live import LiveServer

@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import Api
 from tests.runs.conftest import CLOCK_TOOL, WEATHER_TOOL, Runs, event_of, text_of, tool_result
 from tests.support.fake_openai import FakeOpenAI, HTTPError, RecordedRequest, Stall, StreamError, Text, ToolCall, ToolCalls
-from tests.support.live import LiveServer
+from tests.support.live import LiveServer, openai_live_server
 from tests.support.sse import iter_events, types
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -26,10 +26,8 @@ def vendor() -> Iterator[FakeOpenAI]:
 
 @pytest.fixture(scope="module")
 def openai_server(vendor, django_db_setup, django_db_blocker) -> Iterator[LiveServer]:
-    server = LiveServer("openai", {"MODEL_PROVIDER": "openai", "OPENAI_BASE_URL": vendor.base_url,
-                                   "OPENAI_API_KEY": VENDOR_KEY, "OPENAI_MODEL": "fake-default"})
-    yield server
-    server.stop()
+    with openai_live_server("openai", vendor.base_url, VENDOR_KEY, OPENAI_MODEL="fake-default") as server:
+        yield server
 
 
 class Vendor:

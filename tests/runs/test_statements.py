@@ -13,7 +13,7 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.test import AsyncClient
 
-from runs.providers import reset_providers
+from providers import reset_providers
 from tests.runs.conftest import WEATHER_TOOL, tool_result
 from tests.support.statements import counting_statements
 

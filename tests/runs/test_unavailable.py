@@ -97,7 +97,7 @@ def test_a_run_whose_start_fails_inside_the_lock_transaction_leaves_the_thread_a
 
 
 def test_a_database_error_in_the_gateway_answers_503_in_openai_shape(key, monkeypatch):
-    from runs.gateway import views as gateway_views
+    from gateway import views as gateway_views
 
     async def unavailable(request):
         raise OperationalError("the server closed the connection")

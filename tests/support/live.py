@@ -6,7 +6,9 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import requests
 from django.conf import settings
@@ -75,3 +77,14 @@ class LiveServer:
             self.process.kill()
             self.process.wait()
         self._log.close()
+
+
+@contextmanager
+def openai_live_server(name: str, base_url: str, api_key: str, **env: str) -> Iterator[LiveServer]:
+    """A LiveServer whose model provider is `openai` at `base_url` (the tests' fake vendor)."""
+    server = LiveServer(name, {"MODEL_PROVIDER": "openai", "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": api_key,
+                               **env})
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -1,6 +1,6 @@
 """Counting the SQL statements the run path sends, across the database worker threads.
 
-`counting_statements()` swaps the process's database executor (tambo_project/db.py) for a
+`counting_statements()` swaps the process's database executor (core/db.py) for a
 one-thread executor whose connection records every statement, so work done on any path that goes
 through `db_call` is seen, whichever thread runs it. Transaction control (BEGIN, COMMIT, ROLLBACK,
 SAVEPOINT, RELEASE) is left out: what is counted is the work, not how it is framed.
@@ -14,7 +14,7 @@ from typing import Iterator
 
 from django.db import connections
 
-from tambo_project import db
+from core import db
 
 _CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE SAVEPOINT")
 

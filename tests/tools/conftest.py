@@ -12,19 +12,15 @@ import pytest
 
 from tests.conftest import Api
 from tests.support.fake_openai import FakeOpenAI
-from tests.support.live import LiveServer
+from tests.support.live import LiveServer, openai_live_server
 
 
 @pytest.fixture(scope="module")
 def openai_live(request, django_db_setup, django_db_blocker) -> Iterator[tuple[FakeOpenAI, LiveServer]]:
     module = request.module.__name__.rpartition(".")[2].removeprefix("test_").replace("_", "-")
     with FakeOpenAI() as fake:
-        server = LiveServer(f"openai-{module}", {"MODEL_PROVIDER": "openai", "OPENAI_BASE_URL": fake.base_url,
-                                                 "OPENAI_API_KEY": "sk-test"})
-        try:
+        with openai_live_server(f"openai-{module}", fake.base_url, "sk-test") as server:
             yield fake, server
-        finally:
-            server.stop()
 
 
 @pytest.fixture

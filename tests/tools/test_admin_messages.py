@@ -17,16 +17,6 @@ CARD = {"name": "Card", "description": "A card.",
         "propsSchema": {"type": "object", "properties": {"title": {"type": "string"}}}}
 
 
-@pytest.fixture
-def admin_client(transactional_db) -> Client:
-    from django.contrib.auth import get_user_model
-
-    user = get_user_model().objects.create_superuser("root", "root@example.com", "pw-for-tests")
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 def page_text(client: Client, url: str) -> str:
     response = client.get(url)
     assert response.status_code == 200, url

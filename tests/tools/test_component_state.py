@@ -30,24 +30,18 @@ def post_state(api: Api, thread_id: str, component_id: str, **body):
     return api.post(f"/v1/threads/{thread_id}/components/{component_id}/state", {"userKey": api.user_key, **body})
 
 
-def component_block(api: Api, thread_id: str, component_id: str) -> dict:
-    for message in api.get(f"/v1/threads/{thread_id}").json()["messages"]:
-        for block in message["content"]:
-            if block["type"] == "component" and block["id"] == component_id:
-                return block
-    raise AssertionError(f"component {component_id} not on the thread")
 
 
 @pytest.mark.both_dbs
 def test_a_full_state_replaces_the_component_state(api):
     thread_id, component_id = render_card(api)
-    assert component_block(api, thread_id, component_id)["state"] == {}
+    assert api.block(thread_id, "component", id=component_id)["state"] == {}
     response = post_state(api, thread_id, component_id, state={"open": True, "picked": [1, 2]})
     assert response.status_code == 200, response.text
     assert response.json() == {"state": {"open": True, "picked": [1, 2]}}
     response = post_state(api, thread_id, component_id, state={"open": False})
     assert response.json() == {"state": {"open": False}}
-    block = component_block(api, thread_id, component_id)
+    block = api.block(thread_id, "component", id=component_id)
     assert block["state"] == {"open": False}
     assert block["props"] == {"title": "Hello"}  # props are not touched
 
@@ -64,14 +58,14 @@ def test_a_json_patch_updates_the_current_state(api):
     assert response.status_code == 200, response.text
     expected = {"count": 2, "tags": ["a", "b"], "nested": {"deep": True}}
     assert response.json() == {"state": expected}
-    assert component_block(api, thread_id, component_id)["state"] == expected
+    assert api.block(thread_id, "component", id=component_id)["state"] == expected
     # A patch can also start from the empty state of a fresh component.
     _, events = run(api, 'Another Card {"title": "Two"}', thread_id=thread_id,
                     previousRunId=last_run_id(api, thread_id), availableComponents=[CARD])
     second = next(e["value"]["componentId"] for e in events if e.get("name") == "tambo.component.start")
     response = post_state(api, thread_id, second, patch=[{"op": "add", "path": "/x", "value": 1}])
     assert response.json() == {"state": {"x": 1}}
-    assert component_block(api, thread_id, component_id)["state"] == expected  # the other one is untouched
+    assert api.block(thread_id, "component", id=component_id)["state"] == expected  # the other one is untouched
 
 
 def test_a_patch_that_does_not_apply_is_rejected_and_the_state_is_unchanged(api):
@@ -88,7 +82,7 @@ def test_a_patch_that_does_not_apply_is_rejected_and_the_state_is_unchanged(api)
         [{"op": "replace", "path": "/count", "value": 5}, {"op": "remove", "path": "/nope"}],  # all or nothing
     ):
         assert_problem(post_state(api, thread_id, component_id, patch=patch), 400, "INVALID_JSON_PATCH")
-    assert component_block(api, thread_id, component_id)["state"] == {"count": 1}
+    assert api.block(thread_id, "component", id=component_id)["state"] == {"count": 1}
 
 
 def test_it_requires_exactly_one_of_state_and_a_non_empty_patch(api):
@@ -98,7 +92,7 @@ def test_it_requires_exactly_one_of_state_and_a_non_empty_patch(api):
         assert_problem(post_state(api, thread_id, component_id, **body), 400, "VALIDATION_ERROR")
     response = api.post(f"/v1/threads/{thread_id}/components/{component_id}/state", {"state": {"a": 1}})
     assert_problem(response, 400, "VALIDATION_ERROR")  # no userKey
-    assert component_block(api, thread_id, component_id)["state"] == {}
+    assert api.block(thread_id, "component", id=component_id)["state"] == {}
 
 
 def test_an_unknown_component_or_someone_elses_thread_is_not_found(api, api_key, live_server_url):
@@ -110,7 +104,7 @@ def test_an_unknown_component_or_someone_elses_thread_is_not_found(api, api_key,
     # A message id or a tool call id is not a component id.
     message_id = api.get(f"/v1/threads/{thread_id}").json()["messages"][0]["id"]
     assert_problem(post_state(api, thread_id, message_id, state={"a": 1}), 404, "COMPONENT_NOT_FOUND")
-    assert component_block(api, thread_id, component_id)["state"] == {}
+    assert api.block(thread_id, "component", id=component_id)["state"] == {}
 
 
 def test_another_projects_key_cannot_set_the_state(api, other_project_key, live_server_url):

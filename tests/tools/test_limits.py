@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import Api
 from tests.support.fake_openai import Text, ToolCall, ToolCalls
 from tests.support.run_requests import enable_tools, last_run_id, run, text_of
 from tests.support.sse import types
@@ -23,12 +22,6 @@ def results(events: list[dict]) -> dict[str, str]:
     return {e["toolCallId"]: e["content"] for e in events if e["type"] == "TOOL_CALL_RESULT"}
 
 
-def stored_result(api: Api, thread_id: str, call_id: str) -> dict:
-    for message in api.get(f"/v1/threads/{thread_id}").json()["messages"]:
-        for block in message["content"]:
-            if block["type"] == "tool_result" and block["toolUseId"] == call_id:
-                return block
-    raise AssertionError(f"no stored result for {call_id}")
 
 
 def test_a_client_tool_called_more_than_its_max_calls_gets_an_error_result(fake, oapi, project):
@@ -49,7 +42,7 @@ def test_a_client_tool_called_more_than_its_max_calls_gets_an_error_result(fake,
     assert refusal == f"Error: Tool call limit reached: pick may be called at most 1 times. {LIMIT_NOTE}"
     assert fake.requests[before + 2].body["messages"][-1] == {"role": "tool", "tool_call_id": "call_b",
                                                                "content": refusal}
-    assert stored_result(oapi, thread_id, "call_b")["isError"] is True
+    assert oapi.block(thread_id, "tool_result", toolUseId="call_b")["isError"] is True
     thread = oapi.get(f"/v1/threads/{thread_id}").json()
     assert thread["runStatus"] == "idle" and "pendingToolCallIds" not in thread
 
@@ -61,7 +54,7 @@ def test_max_calls_also_holds_within_one_step_and_only_the_allowed_call_waits_fo
     assert [c["toolCallId"] for c in awaiting["value"]["pendingToolCalls"]] == ["call_1"]
     assert results(events)["call_2"].startswith("Error: Tool call limit reached: pick may be called at most 1")
     assert oapi.get(f"/v1/threads/{thread_id}").json()["pendingToolCallIds"] == ["call_1"]
-    assert stored_result(oapi, thread_id, "call_2")["isError"] is True
+    assert oapi.block(thread_id, "tool_result", toolUseId="call_2")["isError"] is True
 
 
 def test_the_fourth_identical_call_is_refused_and_the_model_is_told_to_answer(fake, oapi, project):
@@ -76,8 +69,8 @@ def test_the_fourth_identical_call_is_refused_and_the_model_is_told_to_answer(fa
     assert got["call_3"] == ("Error: Tool call limit reached: calculate was already called 3 times with these "
                              f"same arguments. {LIMIT_NOTE}")
     assert fake.requests[before + 4].body["messages"][-1]["content"] == got["call_3"]
-    assert stored_result(oapi, thread_id, "call_3")["isError"] is True
-    assert "isError" not in stored_result(oapi, thread_id, "call_2")
+    assert oapi.block(thread_id, "tool_result", toolUseId="call_3")["isError"] is True
+    assert "isError" not in oapi.block(thread_id, "tool_result", toolUseId="call_2")
     assert text_of(events) == "It is 2."
 
 

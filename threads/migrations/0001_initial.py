@@ -2,7 +2,7 @@
 
 import django.db.models.deletion
 import django.utils.timezone
-import tambo_project.clock
+import core.clock
 import threads.models
 from django.conf import settings
 from django.db import migrations, models
@@ -24,7 +24,7 @@ class Migration(migrations.Migration):
                 ('name', models.CharField(max_length=200, unique=True)),
                 ('system_prompt', models.TextField(blank=True, default='')),
                 ('max_tool_calls_per_turn', models.PositiveIntegerField(default=100, help_text='Total tool calls the model may make in one user turn.')),
-                ('created_at', models.DateTimeField(default=tambo_project.clock.now_unique)),
+                ('created_at', models.DateTimeField(default=core.clock.now_unique)),
                 ('members', models.ManyToManyField(blank=True, related_name='tambo_projects', to=settings.AUTH_USER_MODEL)),
             ],
         ),
@@ -36,7 +36,7 @@ class Migration(migrations.Migration):
                 ('prefix', models.CharField(editable=False, max_length=16)),
                 ('hashed_key', models.CharField(editable=False, max_length=64, unique=True)),
                 ('revoked', models.BooleanField(default=False)),
-                ('created_at', models.DateTimeField(default=tambo_project.clock.now_unique)),
+                ('created_at', models.DateTimeField(default=core.clock.now_unique)),
                 ('last_used_at', models.DateTimeField(blank=True, null=True)),
                 ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='api_keys', to='threads.project')),
             ],
@@ -59,7 +59,7 @@ class Migration(migrations.Migration):
                 ('last_run_cancelled', models.BooleanField(blank=True, null=True)),
                 ('last_run_error', models.JSONField(blank=True, null=True)),
                 ('status_message', models.CharField(blank=True, max_length=500, null=True)),
-                ('created_at', models.DateTimeField(default=tambo_project.clock.now_unique)),
+                ('created_at', models.DateTimeField(default=core.clock.now_unique)),
                 ('updated_at', models.DateTimeField(default=django.utils.timezone.now)),
                 ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='threads', to='threads.project')),
             ],
@@ -76,7 +76,7 @@ class Migration(migrations.Migration):
                 ('component_state', models.JSONField(blank=True, default=dict)),
                 ('metadata', models.JSONField(blank=True, null=True)),
                 ('additional_context', models.JSONField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(default=tambo_project.clock.now_unique)),
+                ('created_at', models.DateTimeField(default=core.clock.now_unique)),
                 ('parent_message', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='children', to='threads.message')),
                 ('thread', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='messages', to='threads.thread')),
             ],

@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from runs.gateway.errors import invalid
-from runs.providers.base import ModelRequest, ModelTool
+from gateway.errors import invalid
+from providers.base import ModelRequest, ModelTool
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 TOOL_CHOICE_WORDS = ("auto", "required", "none")

@@ -5,7 +5,7 @@ from functools import lru_cache
 
 from django.conf import settings
 
-from runs.providers.base import Provider
+from providers.base import Provider
 
 
 def get_provider(name: str | None = None) -> Provider:
@@ -15,11 +15,11 @@ def get_provider(name: str | None = None) -> Provider:
 @lru_cache(maxsize=8)
 def _provider(name: str) -> Provider:
     if name == "offline":
-        from runs.providers.offline import OfflineProvider
+        from providers.offline import OfflineProvider
 
         return OfflineProvider(delay=settings.OFFLINE_MODEL_DELAY)
     if name == "openai":
-        from runs.providers.openai_provider import OpenAIProvider
+        from providers.openai_provider import OpenAIProvider
 
         return OpenAIProvider(api_key=settings.OPENAI_API_KEY or "not-needed", base_url=settings.OPENAI_BASE_URL,
                               default_model=settings.OPENAI_MODEL, timeout=settings.OPENAI_TIMEOUT)

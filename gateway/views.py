@@ -14,29 +14,22 @@ from typing import Any, AsyncIterator
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from runs.gateway.chunks import DONE, ChunkEncoder, CompletionBuilder, sse_line
-from runs.gateway.errors import (
-    RATE_LIMIT,
-    SERVER_ERROR,
-    GatewayError,
-    from_model_error,
-    openai_error_body,
-    openai_error_response,
-    stream_error_body,
-)
-from runs.gateway.models import model_get, model_list, model_resolve
-from runs.gateway.ratelimit import rate_limit_hit
-from runs.gateway.translate import parse_chat_request
-from runs.providers import get_provider
-from runs.providers.base import Delta, ModelError, StepEnd
-from runs.sse import SSE_HEADERS
+from core.input_guard import request_json
+from core.problems import Problem, is_database_unavailable, unavailable
+from core.sanity import InputError
+from core.sse import sse_response
+from gateway.chunks import DONE, ChunkEncoder, CompletionBuilder, sse_line
+from gateway.errors import (RATE_LIMIT, SERVER_ERROR, GatewayError, from_model_error, openai_error_body,
+                            openai_error_response, stream_error_body)
+from gateway.models import model_get, model_list, model_resolve
+from gateway.ratelimit import rate_limit_hit
+from gateway.translate import parse_chat_request
+from providers import get_provider
+from providers.base import Delta, ModelError, StepEnd
 from tambo_project.auth import Principal, aresolve_principal
-from tambo_project.input_guard import request_json
-from tambo_project.problems import Problem, is_database_unavailable, unavailable
-from tambo_project.sanity import InputError
 
 log = logging.getLogger(__name__)
 
@@ -75,10 +68,7 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
         log.exception("gateway: the request failed")
         return openai_error_response(500, MSG_INTERNAL, SERVER_ERROR, "internal_error")
     encoder = ChunkEncoder(model=route.alias, include_usage=chat.include_usage)
-    response = StreamingHttpResponse(_stream(encoder, first, deltas), content_type="text/event-stream")
-    for header, value in SSE_HEADERS.items():
-        response[header] = value
-    return response
+    return sse_response(_stream(encoder, first, deltas))
 
 
 async def models(request: HttpRequest, model_id: str | None = None) -> HttpResponse:
@@ -114,7 +104,7 @@ async def _principal(request: HttpRequest) -> Principal:
 
 
 def _body(request: HttpRequest) -> Any:
-    """The body through the server's one checked JSON parser (tambo_project.sanity)."""
+    """The body through the server's one checked JSON parser (core.sanity)."""
     try:
         return request_json(request)
     except InputError as error:

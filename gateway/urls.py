@@ -1,7 +1,7 @@
 """The gateway's routes, included at the root URLconf."""
 from django.urls import path, re_path
 
-from runs.gateway import views
+from gateway import views
 
 urlpatterns = [
     path("api/chat/completions", views.chat_completions, name="gateway-chat-completions"),

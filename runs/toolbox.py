@@ -17,8 +17,8 @@ from asgiref.sync import sync_to_async
 from pydantic import ValidationError
 
 from clientsdk import types as wire
+from providers.base import ModelTool
 from runs.history import component_tool_name
-from runs.providers.base import ModelTool
 from tools.registry import ServerTool
 
 log = logging.getLogger(__name__)

@@ -27,7 +27,7 @@ from typing import Any, Iterator
 
 import orjson
 
-from tambo_project.problems import Problem
+from core.problems import Problem
 
 MAX_JSON_DEPTH = 64
 MAX_SAFE_INTEGER = 2**53 - 1

@@ -12,8 +12,8 @@ import secrets
 import time
 from typing import Any
 
-from runs.providers.base import Delta, StepEnd, TextDelta, ToolCallDelta
-from tambo_project.ids import new_id
+from core.ids import new_id
+from providers.base import Delta, StepEnd, TextDelta, ToolCallDelta
 
 ZERO_USAGE = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
 DONE = b"data: [DONE]\n\n"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from runs.gateway.errors import GatewayError, invalid
+from gateway.errors import GatewayError, invalid
 
 OFFLINE_ALIAS = "offline"
 # OpenAI's Model object has a creation time; the allow-list comes from settings, so the time the

@@ -9,7 +9,7 @@ import math
 
 from django.http import HttpResponse
 
-from runs.providers.base import ModelError
+from providers.base import ModelError
 
 INVALID_REQUEST = "invalid_request_error"
 SERVER_ERROR = "server_error"

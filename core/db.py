@@ -25,7 +25,7 @@ from typing import Any, Callable, TypeVar
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connections
 
-from tambo_project.problems import DatabaseUnavailable
+from core.problems import DatabaseUnavailable
 
 T = TypeVar("T")
 

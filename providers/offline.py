@@ -22,18 +22,10 @@ import json
 import re
 from typing import Any, AsyncIterator
 
-from runs.providers.base import (
-    Completion,
-    Delta,
-    ModelError,
-    ModelRequest,
-    ModelTool,
-    StepEnd,
-    TextDelta,
-    ToolCallDelta,
-)
-from runs.providers.offline_tasks import task_answer
-from tambo_project.ids import new_id
+from core.ids import new_id
+from providers.base import (Completion, Delta, ModelError, ModelRequest, ModelTool, StepEnd, TextDelta,
+                            ToolCallDelta)
+from providers.offline_tasks import task_answer
 
 SLOW_WORDS = 200
 
@@ -90,7 +82,7 @@ class OfflineProvider:
             yield delta
 
     async def complete(self, request: ModelRequest) -> Completion:
-        """A task's answer by the rules of runs/providers/offline_tasks.py; else the streamed text, whole."""
+        """A task's answer by the rules of providers/offline_tasks.py; else the streamed text, whole."""
         answer = task_answer(request.task) if request.task is not None else None
         if answer is not None:
             return Completion(text=answer, usage=_usage(request, len(answer) // 4 + 1))

@@ -5,7 +5,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from tambo_project.problems import validation_error
+from core.problems import validation_error
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -15,16 +15,8 @@ from typing import Any, AsyncIterator
 import openai
 import orjson
 
-from runs.providers.base import (
-    Completion,
-    Delta,
-    ModelError,
-    ModelRequest,
-    ModelTool,
-    StepEnd,
-    TextDelta,
-    ToolCallDelta,
-)
+from providers.base import (Completion, Delta, ModelError, ModelRequest, ModelTool, StepEnd, TextDelta,
+                            ToolCallDelta)
 
 _TOOL_CHOICE_WORDS = ("auto", "required", "none")
 

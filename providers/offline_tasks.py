@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from runs.providers.base import ModelError, ModelTask
+from providers.base import ModelError, ModelTask
 
 NAME_LIMIT = 40
 
