@@ -13,7 +13,7 @@ import { ApiError, request, requestJson } from "./api.js";
 import { componentSpecs } from "./components.js";
 import { addUserMessage, endRun, expectReplay, findBlock, newView, reduceEvent, viewFromThread } from "./reducer.js";
 import { clearLiveRun, followRun, loadLiveRun, saveLiveRun, stillRunning } from "./resume.js";
-import { isAbort } from "./sse.js";
+import { abortError, isAbort } from "./sse.js";
 import { runTool, toolSpecs } from "./tools.js";
 
 export class ThreadsChat {
@@ -129,6 +129,13 @@ export class ThreadsChat {
     const active = this.active;
     if (!active || active.stopping || active.settling) return;
     active.stopping = true;
+    // Runs go on when their stream closes (onDisconnect "continue"), so aborting the request that
+    // starts one would leave it running: streamRun cancels it once the answer names it.
+    if (active.starting) return;
+    await this.cancelRun(active);
+  }
+
+  async cancelRun(active) {
     if (active.threadId && active.runId) {
       // DELETE first, so the server records a cancel even if this process is not the one streaming;
       // then abort the fetch (right away when the DELETE fails: 404 means the run had already ended).
@@ -255,13 +262,25 @@ export class ThreadsChat {
     this.view.status = "requesting";
     this.view.pending = null;
     this.changed();
-    const response = await request("POST", path, { body, signal, accept: "text/event-stream" });
+    this.active.runId = null; // not the paused run this one continues: Stop must not aim at that one
+    this.active.starting = true;
+    let response;
+    try {
+      response = await request("POST", path, { body, signal, accept: "text/event-stream" });
+    } finally {
+      this.active.starting = false;
+    }
     const threadId = response.headers.get("X-Thread-Id");
     this.active.runId = response.headers.get("X-Run-Id");
     if (threadId) {
       this.thread = { id: threadId };
       this.active.threadId = threadId;
       this.onThreadsChange(this.threads, threadId);
+    }
+    if (this.active.stopping) {
+      // Stop came while the run was being started.
+      await this.cancelRun(this.active);
+      throw abortError();
     }
     const live = { threadId: this.active.threadId ?? this.thread?.id, runId: this.active.runId, lastEventId: null };
     return this.readRun(response, signal, live);
