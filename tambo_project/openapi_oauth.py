@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.openapi import BEARER_SCHEME
 from tambo_project.oauth import ACCESS_TOKEN_TYPE, SUBJECT_TOKEN_TYPES, TOKEN_EXCHANGE_GRANT
 
-BEARER_SCHEME = "BearerAuth"
 BEARER_DEFINITION = {
     "type": "http",
     "scheme": "bearer",

@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from clientsdk import types as wire
-from tambo_project.openapi import (PROBLEM_CONTENT_TYPE, PROBLEM_REF, SECURITY, _add_model, _path_param,
-                                   _problem)
+from core.openapi import PROBLEM_REF, SECURITY, add_model, path_param, problem
+from core.problems import PROBLEM_CONTENT_TYPE
 
 _MODEL_PROBLEMS = {
     "429": "The model provider is rate limiting (`LLM_RATE_LIMITED`, with `Retry-After` when known).",
@@ -25,8 +25,8 @@ def _query(name: str, description: str, type_: str = "string", required: bool = 
 
 USER_KEY = _query("userKey", "The end user the call acts for (or a bearer token).")
 CONTEXT_KEY = _query("contextKey", "Another name for `userKey`, as @tambo-ai/typescript-sdk's beta methods send it.")
-THREAD_ID = _path_param("threadId", "The thread's id (`thr_…`).")
-MESSAGE_ID = _path_param("messageId", "An assistant message of the thread (`msg_…`).")
+THREAD_ID = path_param("threadId", "The thread's id (`thr_…`).")
+MESSAGE_ID = path_param("messageId", "An assistant message of the thread (`msg_…`).")
 
 
 def _json(description: str, schema: dict[str, Any]) -> dict[str, Any]:
@@ -35,13 +35,13 @@ def _json(description: str, schema: dict[str, Any]) -> dict[str, Any]:
 
 def _operation(operation_id: str, summary: str, parameters: list, ok: dict, *, body_ref: dict | None = None,
                model_call: bool = False) -> dict[str, Any]:
-    responses = {"200": ok, **{status: _problem(status) for status in ("400", "401", "404")}}
+    responses = {"200": ok, **{status: problem(status) for status in ("400", "401", "404")}}
     if model_call:
-        responses["413"] = _problem("413")
+        responses["413"] = problem("413")
         for status, description in _MODEL_PROBLEMS.items():
             responses[status] = {"description": description,
                                  "content": {PROBLEM_CONTENT_TYPE: {"schema": PROBLEM_REF}}}
-    responses["500"] = _problem("500")
+    responses["500"] = problem("500")
     operation = {"operationId": operation_id, "summary": summary, "tags": ["threads"], "parameters": parameters,
                  "security": SECURITY, "responses": responses}
     if body_ref is not None:
@@ -51,10 +51,10 @@ def _operation(operation_id: str, summary: str, parameters: list, ok: dict, *, b
 
 def assist_paths(components: dict[str, Any]) -> dict[str, Any]:
     """Paths for generate-name and suggestions, /v1 and the SDK's older ones; adds their models."""
-    named = _add_model(components, wire.NamedThread)
-    body = _add_model(components, wire.CreateSuggestionsBody)
-    page = _add_model(components, wire.SuggestionPage)
-    suggestion_list = {"type": "array", "items": _add_model(components, wire.Suggestion)}
+    named = add_model(components, wire.NamedThread)
+    body = add_model(components, wire.CreateSuggestionsBody)
+    page = add_model(components, wire.SuggestionPage)
+    suggestion_list = {"type": "array", "items": add_model(components, wire.Suggestion)}
     paging = [USER_KEY, _query("limit", "Page size, 1..100 (default 10).", "integer"),
               _query("cursor", "Opaque cursor from the previous page's nextCursor.")]
     generate_summary = ("Generate suggested next user messages for an assistant message, replacing its "

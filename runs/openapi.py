@@ -1,0 +1,163 @@
+"""The OpenAPI description of the run endpoints: plain async Django views that stream SSE, which
+drf-spectacular cannot see, described from the same wire models the views parse. Assembled into the
+/v1 document by tambo_project/openapi.py.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ag_ui.core import RunAgentInput
+from pydantic import BaseModel
+from pydantic.json_schema import model_json_schema
+
+from clientsdk import types as wire
+from core.openapi import PROBLEM_REF, SECURITY, add_model, path_param, problem
+from core.problems import PROBLEM_CONTENT_TYPE
+
+AG_UI_EVENTS = """\
+The answer is a stream of [AG-UI](https://docs.ag-ui.com) events, one per SSE message: a line
+`data: <json>` followed by a blank line. Every event has `type` and `timestamp` (epoch milliseconds).
+
+- `RUN_STARTED {threadId, runId}`: always first.
+- `TEXT_MESSAGE_START {messageId, role: "assistant"}`, `TEXT_MESSAGE_CONTENT {messageId, delta}`…,
+  `TEXT_MESSAGE_END {messageId}`; `messageId` is the stored `msg_` id.
+- `TOOL_CALL_START {toolCallId, toolCallName, parentMessageId}`, `TOOL_CALL_ARGS {toolCallId, delta}`…,
+  `TOOL_CALL_END {toolCallId}`: the model calls a tool.
+- `TOOL_CALL_RESULT {messageId, toolCallId, content, role: "tool"}`: a server tool's result.
+- `CUSTOM {name, value}` with `name` one of `tambo.component.start {messageId, componentId, componentName}`,
+  `tambo.component.props_delta {componentId, operations}` (RFC 6902 JSON Patch),
+  `tambo.component.end {componentId}`, and `tambo.run.awaiting_input {pendingToolCalls: [{toolCallId,
+  toolName, arguments}]}` when the model called client tools: answer them in a new run with
+  `previousRunId` and `tool_result` blocks.
+- Last, exactly one of `RUN_FINISHED {threadId, runId}` or
+  `RUN_ERROR {message, code, category: "client_error"|"server_error", isRetryable}`
+  (`code` `CANCELLED` after a cancel).
+"""
+
+_STREAM_EXAMPLE = (
+    'data: {"type":"RUN_STARTED","threadId":"thr_…","runId":"run_…","timestamp":1700000000000}\n\n'
+    'data: {"type":"TEXT_MESSAGE_START","messageId":"msg_…","role":"assistant","timestamp":1700000000001}\n\n'
+    'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"msg_…","delta":"Hello","timestamp":1700000000002}\n\n'
+    'data: {"type":"TEXT_MESSAGE_END","messageId":"msg_…","timestamp":1700000000003}\n\n'
+    'data: {"type":"RUN_FINISHED","threadId":"thr_…","runId":"run_…","timestamp":1700000000004}\n\n'
+)
+
+
+def _run_operation(operation_id: str, summary: str, body_ref: dict, headers: dict[str, Any],
+                   parameters: list[dict]) -> dict[str, Any]:
+    return {
+        "operationId": operation_id,
+        "summary": summary,
+        "tags": ["runs"],
+        "parameters": parameters,
+        "requestBody": {"required": True, "content": {"application/json": {"schema": body_ref}}},
+        "security": SECURITY,
+        "responses": {
+            "200": {
+                "description": AG_UI_EVENTS,
+                "headers": headers,
+                "content": {"text/event-stream": {"schema": {"type": "string"}, "example": _STREAM_EXAMPLE}},
+            },
+            **{status: problem(status) for status in ("400", "401", "404", "409", "413", "500", "503")},
+        },
+    }
+
+
+def run_paths(components: dict[str, Any]) -> dict[str, Any]:
+    run_id_header = {"description": "The new run's id.", "schema": {"type": "string"}}
+    thread_id = path_param("threadId", "The thread's id (`thr_…`).")
+    cancel_ref = add_model(components, wire.CancelResult)
+    return {
+        "/v1/threads/runs": {"post": _run_operation(
+            "threadsRunsCreateWithThread",
+            "Create a thread and start a run on it",
+            add_model(components, wire.CreateThreadWithRunBody),
+            {"X-Thread-Id": {"description": "The new thread's id.", "schema": {"type": "string"}},
+             "X-Run-Id": run_id_header},
+            [],
+        )},
+        "/v1/threads/{threadId}/runs": {"post": _run_operation(
+            "threadsRunsCreate",
+            "Start a run on a thread",
+            add_model(components, wire.CreateRunBody),
+            {"X-Run-Id": run_id_header},
+            [thread_id],
+        )},
+        "/v1/threads/{threadId}/runs/{runId}": {"delete": {
+            "operationId": "threadsRunsCancel",
+            "summary": "Cancel the thread's active run",
+            "tags": ["runs"],
+            "parameters": [
+                thread_id,
+                path_param("runId", "The active run's id (`run_…`)."),
+                {"name": "userKey", "in": "query", "required": False, "schema": {"type": "string"},
+                 "description": "The end user the call acts for; required unless a bearer access token "
+                                "names it."},
+            ],
+            "security": SECURITY,
+            "responses": {
+                "200": {"description": "The run was flagged for cancellation; its stream ends with "
+                                       "`RUN_ERROR {code: \"CANCELLED\"}`.",
+                        "content": {"application/json": {"schema": cancel_ref}}},
+                "400": problem("400"),
+                "401": problem("401"),
+                "404": {"description": "No such thread for this userKey (`THREAD_NOT_FOUND`), or that run is "
+                                       "not the thread's active run (`RUN_NOT_FOUND`).",
+                        "content": {PROBLEM_CONTENT_TYPE: {"schema": PROBLEM_REF}}},
+                "500": problem("500"),
+                "503": problem("503"),
+            },
+        }},
+    }
+
+
+AG_UI_PREFIX = "AgUi"
+
+AG_UI_ENDPOINT = """\
+An [AG-UI](https://docs.ag-ui.com) agent endpoint (spec section 13): the body is AG-UI's
+`RunAgentInput`, the end user `forwardedProps.userKey` (or a bearer token's user). `threadId` is the
+client's own conversation id (created on first use, per user) or a server thread id `thr_…`. Messages
+already stored are skipped; new user messages are the turn; `tool` messages answer the pending calls;
+`tools` are client tools; `context` and `state` reach the model. At most `AGUI_MAX_MESSAGES` messages
+(413 beyond). Components are a /v1 feature and are not offered here.
+"""
+
+AG_UI_EVENTS_PLAIN = """\
+A stream of plain AG-UI events, one per SSE message (`data: <json>` and a blank line), that passes
+`@ag-ui/client`'s verification: `RUN_STARTED {threadId, runId}` with the client's ids, then
+`STATE_SNAPSHOT {snapshot}` (the thread's stored state), `TEXT_MESSAGE_START` / `TEXT_MESSAGE_CONTENT` /
+`TEXT_MESSAGE_END`, `TOOL_CALL_START` / `TOOL_CALL_ARGS` / `TOOL_CALL_END`, `TOOL_CALL_RESULT` for server
+tools, and last exactly one `RUN_FINISHED {threadId, runId, outcome?}` (a client tool call ends the run
+with `outcome: {type: "success", pendingToolCallIds}`) or `RUN_ERROR {message, code}`. No `CUSTOM`
+events. The server's own ids are in the `X-Thread-Id` and `X-Run-Id` headers.
+"""
+
+
+def _add_ag_ui_model(components: dict[str, Any], model: type[BaseModel]) -> dict[str, str]:
+    """Adds an `ag_ui.core` model under prefixed names: AG-UI's `Message`, `Tool`… are not the wire's."""
+    template = f"#/components/schemas/{AG_UI_PREFIX}{{model}}"
+    schema = model_json_schema(model, ref_template=template, mode="validation")
+    for name, sub_schema in schema.pop("$defs", {}).items():
+        components[AG_UI_PREFIX + name] = sub_schema
+    components[AG_UI_PREFIX + model.__name__] = schema
+    return {"$ref": f"#/components/schemas/{AG_UI_PREFIX}{model.__name__}"}
+
+
+def agui_path(components: dict[str, Any]) -> dict[str, Any]:
+    operation = _run_operation(
+        "aguiRun", "Run an AG-UI agent turn on the client's thread", _add_ag_ui_model(components, RunAgentInput),
+        {"X-Thread-Id": {"description": "The server's thread id (`thr_…`).", "schema": {"type": "string"}},
+         "X-Run-Id": {"description": "The server's run id (`run_…`).", "schema": {"type": "string"}}},
+        [],
+    )
+    operation["tags"] = ["ag-ui"]
+    operation["description"] = AG_UI_ENDPOINT
+    operation["responses"]["200"]["description"] = AG_UI_EVENTS_PLAIN
+    operation["responses"]["404"] = {
+        "description": "A `thr_…` threadId that is not this user's (`THREAD_NOT_FOUND`).",
+        "content": {PROBLEM_CONTENT_TYPE: {"schema": PROBLEM_REF}}}
+    operation["responses"]["413"] = {
+        "description": "The body is over `MAX_REQUEST_BYTES`, or the history over `AGUI_MAX_MESSAGES` "
+                       "(`PAYLOAD_TOO_LARGE`).",
+        "content": {PROBLEM_CONTENT_TYPE: {"schema": PROBLEM_REF}}}
+    return {"/v1/agui": {"post": operation}}
