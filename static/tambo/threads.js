@@ -190,7 +190,10 @@ export class ThreadsChat {
       return true;
     }
     expectReplay(this.view);
-    this.turn(null, null, { abort, response, live: { ...live, lastEventId: null } });
+    // The page before the reload would have named a new thread after this first answer.
+    const first = this.view.messages.find((m) => m.role === "user")?.blocks.find((b) => b.kind === "text");
+    const nameAs = this.thread.name ? null : first?.text ?? null;
+    this.turn(null, nameAs, { abort, response, live: { ...live, lastEventId: null } });
     return true;
   }
 

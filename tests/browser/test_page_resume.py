@@ -47,6 +47,7 @@ def test_a_reload_during_a_run_resumes_the_answer_once_and_complete(chat, web_us
 
     thread = wait_until(lambda: (t := the_thread(web_user)).run_status == "idle" and t, what="an idle thread")
     assert thread.last_completed_run_id == run_id
+    expect(chat.locator(".thread-item").first).not_to_contain_text("Untitled")
     answers = panel(chat).locator(".msg-assistant .block-text")
     expect(answers).to_have_count(1)
     text = answers.first.inner_text()
