@@ -7,10 +7,12 @@ VENV="$ROOT/.venv"
 if [ ! -x "$VENV/bin/python" ]; then
   "$PY" -m venv "$VENV"
 fi
-# Reinstall only when pyproject.toml changed since the last install.
-STAMP="$VENV/.installed-$(sha1sum pyproject.toml | cut -c1-12)-${1:-base}"
+# Reinstall only when a pyproject.toml changed since the last install.
+STAMP="$VENV/.installed-$(cat pyproject.toml clientsdk/pyproject.toml | sha1sum | cut -c1-12)-${1:-base}"
 if [ ! -f "$STAMP" ]; then
   "$VENV/bin/pip" install -q --upgrade pip >/dev/null 2>&1 || true
+  # The client is its own distribution, not on PyPI; the server depends on it, so it goes in first.
+  "$VENV/bin/pip" install -q -e ./clientsdk
   if [ "${1:-base}" = "test" ]; then
     "$VENV/bin/pip" install -q -e ".[test]"
   else

@@ -7,7 +7,6 @@ and running the model twice is worse than reporting the error.
 """
 from __future__ import annotations
 
-import email.utils
 import logging
 import random
 import time
@@ -22,6 +21,7 @@ from .errors import (
     APITimeoutError,
     status_error_from_response,
 )
+from .retry_after import retry_after_seconds
 
 __all__ = ["HTTPCore", "retry_delay"]
 
@@ -31,35 +31,13 @@ M = TypeVar("M", bound=BaseModel)
 
 INITIAL_RETRY_DELAY = 0.5
 MAX_RETRY_DELAY = 8.0
-# A Retry-After beyond this is not honoured by sleeping: the error is raised instead.
+# A Retry-After beyond this is not honoured: the usual backoff applies instead.
 MAX_RETRY_AFTER = 60.0
-
-
-def _retry_after_seconds(response: requests.Response | None) -> float | None:
-    if response is None:
-        return None
-    value = response.headers.get("retry-after-ms")
-    if value:
-        try:
-            return float(value) / 1000
-        except ValueError:
-            pass
-    value = response.headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        pass
-    parsed = email.utils.parsedate_to_datetime(value) if value else None
-    if parsed is None:
-        return None
-    return max(0.0, parsed.timestamp() - time.time())
 
 
 def retry_delay(attempt: int, response: requests.Response | None = None) -> float:
     """Seconds to wait before retry number `attempt` (0-based)."""
-    retry_after = _retry_after_seconds(response)
+    retry_after = retry_after_seconds(response.headers) if response is not None else None
     if retry_after is not None and 0 <= retry_after <= MAX_RETRY_AFTER:
         return retry_after
     delay = min(INITIAL_RETRY_DELAY * 2**attempt, MAX_RETRY_DELAY)

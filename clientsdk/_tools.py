@@ -8,7 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from . import wire
 
 __all__ = ["RegisteredTool", "ToolResult", "tool_result_block", "result_content"]
 
@@ -54,8 +56,9 @@ class RegisteredTool:
         desc = description if description is not None else (fn.__doc__ or "").strip()
         return cls(name=name, fn=fn, description=desc, input_schema=schema, model=model, streamable=streamable)
 
-    def wire(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description, "inputSchema": self.input_schema}
+    def declaration(self) -> wire.ClientTool:
+        """How the tool is offered to the model (an entry of the run body's `tools`)."""
+        return wire.ClientTool(name=self.name, description=self.description, input_schema=self.input_schema)
 
     def call(self, arguments: Any) -> Any:
         """Call the function: a pydantic model gets one validated instance, otherwise the JSON
@@ -89,13 +92,19 @@ class RegisteredTool:
         self._last_stream_call.pop(tool_call_id, None)
 
 
-def _is_content_block(value: Any) -> bool:
-    if isinstance(value, BaseModel):
-        value = value.model_dump(by_alias=True, exclude_none=True, mode="json")
-    return isinstance(value, dict) and (
-        (value.get("type") == "text" and isinstance(value.get("text"), str))
-        or (value.get("type") == "resource" and isinstance(value.get("resource"), dict))
-    )
+# A block a tool result may hold, as the server validates it.
+_RESULT_BLOCK: TypeAdapter[Any] = TypeAdapter(wire.InToolResultBlock.model_fields["content"].annotation)
+
+
+def _content_blocks(value: list[Any]) -> list[dict[str, Any]] | None:
+    """`value` as wire content blocks, or None when it is not a list of valid text/resource blocks."""
+    items = [v.model_dump(by_alias=True, exclude_none=True, mode="json") if isinstance(v, BaseModel) else v
+             for v in value]
+    try:
+        blocks = _RESULT_BLOCK.validate_python(items)
+    except ValidationError:
+        return None
+    return [block.wire() for block in blocks]
 
 
 def result_content(value: Any) -> list[dict[str, Any]]:
@@ -108,11 +117,10 @@ def result_content(value: Any) -> list[dict[str, Any]]:
         return [{"type": "text", "text": value}]
     if value is None:
         return []
-    if isinstance(value, list) and value and all(_is_content_block(v) for v in value):
-        return [
-            v.model_dump(by_alias=True, exclude_none=True, mode="json") if isinstance(v, BaseModel) else v
-            for v in value
-        ]
+    if isinstance(value, list) and value:
+        blocks = _content_blocks(value)
+        if blocks is not None:
+            return blocks
     if isinstance(value, BaseModel):
         value = value.model_dump(by_alias=True, mode="json")
     try:
@@ -125,16 +133,13 @@ def result_content(value: Any) -> list[dict[str, Any]]:
 def tool_result_block(tool_use_id: str, value: Any) -> dict[str, Any]:
     """The wire `tool_result` block for one call. `value` may be a ToolResult or an exception."""
     if isinstance(value, BaseException):
-        block = {"type": "tool_result", "toolUseId": tool_use_id, "isError": True,
-                 "content": [{"type": "text", "text": f"{type(value).__name__}: {value}"}]}
-        return block
-    is_error = False
-    if isinstance(value, ToolResult):
-        value, is_error = value.content, value.is_error
-    block = {"type": "tool_result", "toolUseId": tool_use_id, "content": result_content(value)}
-    if is_error:
-        block["isError"] = True
-    return block
+        content, is_error = [{"type": "text", "text": f"{type(value).__name__}: {value}"}], True
+    elif isinstance(value, ToolResult):
+        content, is_error = result_content(value.content), value.is_error
+    else:
+        content, is_error = result_content(value), False
+    return wire.InToolResultBlock.body(type="tool_result", tool_use_id=tool_use_id, content=content,
+                                       is_error=is_error or None)
 
 
 def block_text(block: dict[str, Any]) -> str:

@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 from ag_ui.core import EventType
 
-from .accumulate import COMPONENT_END, COMPONENT_START, ThreadSnapshot
+from .snapshot import COMPONENT_END, COMPONENT_START, ThreadSnapshot
 from .client import Client
 from .errors import APIError, MaxStepsExceeded, RunError
 

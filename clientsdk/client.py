@@ -9,7 +9,6 @@ from another thread. It imports no Django and nothing from the server's packages
 """
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -17,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 import requests
 from pydantic import BaseModel
 
+from . import wire
 from ._base import HTTPCore
 from ._tools import RegisteredTool, tool_result_block
-from .accumulate import PendingToolCall
-from .resources import Components, Runs, Threads, user_message
+from .snapshot import PendingToolCall
+from .resources import Components, Runs, Threads, run_body, user_message
 from .resume import DEFAULT_RESUME_ATTEMPTS
 from .tool_loop import RunStream
 
@@ -55,7 +55,7 @@ class Client:
         self.runs = Runs(self._core, user_key)
         self.components = Components(self._core, user_key)
         self._tools: dict[str, RegisteredTool] = {}
-        self._components: dict[str, dict[str, Any]] = {}
+        self._components: dict[str, wire.AvailableComponent] = {}
         self._context_helpers: dict[str, Callable[[], Any]] = {}
         self._before_run: list[BeforeRunHook] = []
         self._mcp_connections: list[MCPConnection] = []
@@ -103,10 +103,8 @@ class Client:
         """Offer a component the model can render (sent as `availableComponents`)."""
         if isinstance(props_schema, type) and issubclass(props_schema, BaseModel):
             props_schema = props_schema.model_json_schema()
-        entry = {"name": name, "description": description, "propsSchema": props_schema}
-        if state_schema is not None:
-            entry["stateSchema"] = state_schema
-        self._components[name] = entry
+        self._components[name] = wire.AvailableComponent(name=name, description=description,
+                                                         props_schema=props_schema, state_schema=state_schema)
 
     def add_context_helper(self, name: str, fn: Callable[[], Any]) -> None:
         """`fn()` is called before every request of a run, continuations included; its value is sent
@@ -234,27 +232,20 @@ class Client:
         thread_metadata: dict[str, Any] | None = None,
         on_disconnect: str | None = None,
     ) -> dict[str, Any]:
-        """The wire body of one run request, with fresh context and after the before_run hooks."""
-        message = copy.deepcopy(message)
+        """The wire body of one run request, with fresh context and after the before_run hooks.
+
+        Raises pydantic.ValidationError (a ValueError) for a body the server would refuse."""
+        validated = wire.InputMessage.model_validate(message)
         context = self._evaluate_context(additional_context)
         if context:
-            message["additionalContext"] = context
-        body: dict[str, Any] = {"message": message, "userKey": self.user_key}
-        if new_thread:
-            body["thread"] = {"userKey": self.user_key}
-        optional = {
-            "previousRunId": previous_run_id,
-            "tools": [t.wire() for t in self._tools.values()] or None,
-            "availableComponents": list(self._components.values()) or None,
-            "toolChoice": tool_choice,
-            "model": model,
-            "maxTokens": max_tokens,
-            "temperature": temperature,
-            "runMetadata": run_metadata,
-            "threadMetadata": thread_metadata if new_thread else None,
-            "onDisconnect": on_disconnect,
-        }
-        body.update({k: v for k, v in optional.items() if v is not None})
+            validated = validated.model_copy(update={"additional_context": context})
+        body = run_body(
+            validated, user_key=self.user_key, new_thread=new_thread, thread_metadata=thread_metadata,
+            previous_run_id=previous_run_id, tool_choice=tool_choice, model=model, max_tokens=max_tokens,
+            temperature=temperature, run_metadata=run_metadata, on_disconnect=on_disconnect,
+            tools=[t.declaration() for t in self._tools.values()] or None,
+            available_components=list(self._components.values()) or None,
+        )
         for hook in self._before_run:
             changed = hook(body)
             if changed is not None:

@@ -12,11 +12,18 @@
     │   ├── APIConnectionError        no answer at all (refused, reset, DNS)
     │   │   └── APITimeoutError       the answer did not come in time
     │   ├── APIResponseValidationError  an answer or event that does not match the wire models
-    │   └── RunError                  the run ended with a RUN_ERROR event
-    └── MaxStepsExceeded              the tool loop stopped after `max_steps` rounds, run left paused
+    │   ├── RunError                  the run ended with a RUN_ERROR event
+    │   └── ChatCompletionsError      the message engine's gateway provider (`clientsdk.message`)
+    │       ├── ChatCompletionsHTTPError        also an APIStatusError: the gateway answered >= 400
+    │       ├── ChatCompletionsStreamError      an `{"error": ...}` event in the stream
+    │       └── ChatCompletionsConnectionError  also an APIConnectionError
+    ├── MaxStepsExceeded              the tool loop stopped after `max_steps` rounds, run left paused
+    └── AbortError                    the message engine's request was aborted (`clientsdk.message`)
 
-Every APIError has `code`: the problem's stable `code` field (`THREAD_NOT_FOUND`, ...) or the
-RUN_ERROR event's code, None when the server sent none.
+Every APIError has `code`: the problem's stable `code` field (`THREAD_NOT_FOUND`, ...), the
+RUN_ERROR event's code, or the chat-completions error's `error.code` (`invalid_api_key`, ...);
+None when the server sent none. `except clientsdk.APIStatusError` thus catches an error status
+from either API, and `except clientsdk.APIConnectionError` a lost connection to either.
 """
 from __future__ import annotations
 
@@ -25,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     import requests
 
-    from .accumulate import ThreadSnapshot
+    from .snapshot import ThreadSnapshot
 
 __all__ = [
     "TamboError",
@@ -42,6 +49,11 @@ __all__ = [
     "APIResponseValidationError",
     "RunError",
     "MaxStepsExceeded",
+    "AbortError",
+    "ChatCompletionsError",
+    "ChatCompletionsHTTPError",
+    "ChatCompletionsStreamError",
+    "ChatCompletionsConnectionError",
     "status_error_from_response",
 ]
 
@@ -146,6 +158,57 @@ class MaxStepsExceeded(TamboError):
         super().__init__(f"stopped after {max_steps} tool round(s); the run is paused with tool calls pending")
         self.max_steps = max_steps
         self.snapshot = snapshot
+
+
+class AbortError(TamboError):
+    """Raised inside a message engine's turn when its abort signal has fired."""
+
+    def __init__(self, message: str = "The request was aborted.") -> None:
+        super().__init__(message)
+
+
+class ChatCompletionsError(APIError):
+    """Base of the errors the message engine's gateway provider raises. `body` is the parsed error
+    answer or event (OpenAI's `{"error": {"message", "type", "code"}}`), when there was one."""
+
+    def __init__(self, message: str, *, body: Any = None) -> None:
+        # Not super(): in the subclasses that are also an APIStatusError or APIConnectionError the
+        # next class in line takes other arguments; each sets its own attributes.
+        APIError.__init__(self, message, code=_openai_error_code(body))
+        self.body = body
+
+
+class ChatCompletionsHTTPError(ChatCompletionsError, APIStatusError):
+    """The gateway answered with an HTTP error status (before any chunk was sent).
+    `retry_after` is the seconds its Retry-After header asked for, None without a usable one."""
+
+    def __init__(self, message: str, *, response: requests.Response, body: Any = None,
+                 retry_after: float | None = None) -> None:
+        ChatCompletionsError.__init__(self, message, body=body)
+        self.response = response
+        self.status_code = response.status_code
+        self.problem = body if isinstance(body, dict) else {}
+        self.retry_after = retry_after
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ChatCompletionsStreamError(ChatCompletionsError):
+    """The stream ended with an `{"error": ...}` event (the vendor failed mid-answer)."""
+
+
+class ChatCompletionsConnectionError(ChatCompletionsError, APIConnectionError):
+    """The gateway could not be reached, or the connection broke."""
+
+    def __init__(self, message: str) -> None:
+        ChatCompletionsError.__init__(self, message)
+
+
+def _openai_error_code(body: Any) -> str | None:
+    error = body.get("error") if isinstance(body, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    return code if isinstance(code, str) else None
 
 
 _STATUS_CLASSES: dict[int, type[APIStatusError]] = {

@@ -1,16 +1,19 @@
 """One resource class per part of the v1 API; every endpoint of the spec has one method.
 
 `userKey` goes where the spec wants it: a query parameter on GET/DELETE (and PATCH, whose table row
-says query), a body field on POST. Answers are parsed into the wire models of `clientsdk.types`,
-the same models the server renders them with.
+says query), a body field on POST. Request bodies are built from the wire models of
+`clientsdk.wire`, the ones the server validates them with (so a body it would refuse fails here,
+with pydantic's ValidationError, before it is sent), and answers are parsed into the models the
+server renders them with.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from . import wire
 from .streaming import Stream
-from .types import (
+from .wire import (
     CancelResult,
     ComponentStateResult,
     Message,
@@ -25,7 +28,7 @@ from .types import (
 if TYPE_CHECKING:  # pragma: no cover
     from ._base import HTTPCore
 
-__all__ = ["Threads", "Messages", "Suggestions", "Runs", "Components", "user_message"]
+__all__ = ["Threads", "Messages", "Suggestions", "Runs", "Components", "run_body", "user_message"]
 
 
 def _seg(value: str) -> str:
@@ -37,18 +40,39 @@ def _drop_none(params: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if v is not None}
 
 
-def user_message(message: str | list[dict[str, Any]] | dict[str, Any], additional_context: Any = None) -> dict[str, Any]:
-    """Build the wire `message`: text, a list of content blocks, or a full message dict."""
+def user_message(
+    message: str | list[dict[str, Any]] | dict[str, Any], additional_context: Any = None
+) -> dict[str, Any]:
+    """The wire `message` of a run request from text, a list of content blocks, or a full message
+    dict (camelCase, as on the wire). Raises pydantic.ValidationError for one the server would refuse."""
     if isinstance(message, str):
-        body: dict[str, Any] = {"role": "user", "content": [{"type": "text", "text": message}]}
+        fields: dict[str, Any] = {"content": [wire.InTextBlock(type="text", text=message)]}
     elif isinstance(message, list):
-        body = {"role": "user", "content": message}
+        fields = {"content": message}
     else:
-        body = dict(message)
-        body.setdefault("role", "user")
+        fields = dict(message)
+    fields.setdefault("role", "user")
     if additional_context is not None:
-        body["additionalContext"] = additional_context
-    return body
+        fields["additional_context"] = additional_context
+    return wire.InputMessage.model_validate(fields).wire()
+
+
+def run_body(
+    message: wire.InputMessage | dict[str, Any],
+    *,
+    user_key: str,
+    new_thread: bool,
+    thread_metadata: dict[str, Any] | None = None,
+    **fields: Any,
+) -> dict[str, Any]:
+    """The wire body that starts a run: on a new thread (`POST /v1/threads/runs`, the thread made for
+    `user_key`) or on an existing one. `fields` are the other `CreateRunBody` fields by their Python
+    names (`previous_run_id`, `tools`, `tool_choice`, `model`, ...); None means absent."""
+    if new_thread:
+        return wire.CreateThreadWithRunBody.body(message=message, user_key=user_key,
+                                                 thread=wire.NewThreadSpec(user_key=user_key),
+                                                 thread_metadata=thread_metadata, **fields)
+    return wire.CreateRunBody.body(message=message, user_key=user_key, **fields)
 
 
 class _Resource:
@@ -75,8 +99,8 @@ class Suggestions(_Resource):
     def create(self, thread_id: str, message_id: str, *, max_suggestions: int | None = None,
                available_components: list[dict[str, Any]] | None = None) -> SuggestionPage:
         """Generate suggestions with one model call, replacing the message's earlier ones."""
-        body = _drop_none({"userKey": self._user_key, "maxSuggestions": max_suggestions,
-                           "availableComponents": available_components})
+        body = wire.CreateSuggestionsBody.body(user_key=self._user_key, max_suggestions=max_suggestions,
+                                               available_components=available_components)
         return self._core.request_model("POST", self._path(thread_id, message_id), SuggestionPage, json=body)
 
     def list(self, thread_id: str, message_id: str, *, limit: int | None = None,
@@ -107,7 +131,7 @@ class Threads(_Resource):
     def create(
         self, *, metadata: dict[str, Any] | None = None, initial_messages: list[dict[str, Any]] | None = None
     ) -> Thread:
-        body = _drop_none({"userKey": self._user_key, "metadata": metadata, "initialMessages": initial_messages})
+        body = wire.CreateThreadBody.body(user_key=self._user_key, metadata=metadata, initial_messages=initial_messages)
         return self._core.request_model("POST", "/v1/threads", Thread, json=body)
 
     def retrieve(self, thread_id: str) -> ThreadWithMessages:
@@ -115,7 +139,8 @@ class Threads(_Resource):
         return self._core.request_model("GET", path, ThreadWithMessages, params={"userKey": self._user_key})
 
     def update(self, thread_id: str, *, name: str | None = None, metadata: dict[str, Any] | None = None) -> Thread:
-        body = _drop_none({"userKey": self._user_key, "name": name, "metadata": metadata})
+        # userKey goes in the query (spec section 2), so the body is the update alone.
+        body = wire.UpdateThreadBody.body(name=name, metadata=metadata)
         path = f"/v1/threads/{_seg(thread_id)}"
         return self._core.request_model("PATCH", path, Thread, params={"userKey": self._user_key}, json=body)
 
@@ -145,23 +170,11 @@ class Runs(_Resource):
         """Start a run and return its event stream (not retried). Without `thread_id` a new thread
         is created; its id is `stream.thread_id` (header `X-Thread-Id`). `on_disconnect="continue"`
         lets the run go on when this stream is closed (read it again with `events`)."""
-        body = _drop_none({
-            "message": user_message(message, additional_context),
-            "userKey": self._user_key,
-            "previousRunId": previous_run_id,
-            "tools": tools,
-            "availableComponents": available_components,
-            "toolChoice": tool_choice,
-            "model": model,
-            "maxTokens": max_tokens,
-            "temperature": temperature,
-            "runMetadata": run_metadata,
-            "onDisconnect": on_disconnect,
-        })
-        if thread_id is None:
-            body["thread"] = {"userKey": self._user_key}
-            if thread_metadata is not None:
-                body["threadMetadata"] = thread_metadata
+        body = run_body(user_message(message, additional_context), user_key=self._user_key,
+                        new_thread=thread_id is None, thread_metadata=thread_metadata,
+                        previous_run_id=previous_run_id, tools=tools, available_components=available_components,
+                        tool_choice=tool_choice, model=model, max_tokens=max_tokens, temperature=temperature,
+                        run_metadata=run_metadata, on_disconnect=on_disconnect)
         body.update(extra_body or {})
         return self.create_from_body(body, thread_id=thread_id)
 
@@ -207,10 +220,6 @@ class Components(_Resource):
         """Replace a component's state (`state=`) or apply a JSON Patch to it (`patch=`); exactly one."""
         if (state is None) == (patch is None):
             raise ValueError("pass exactly one of state= or patch=")
-        body: dict[str, Any] = {"userKey": self._user_key}
-        if state is not None:
-            body["state"] = state
-        else:
-            body["patch"] = patch
+        body = wire.ComponentStateBody.body(user_key=self._user_key, state=state, patch=patch)
         path = f"/v1/threads/{_seg(thread_id)}/components/{_seg(component_id)}/state"
         return self._core.request_model("POST", path, ComponentStateResult, json=body)

@@ -24,8 +24,8 @@ import requests
 from ag_ui.core import Event, EventType
 from pydantic import TypeAdapter, ValidationError
 
-from ._sse import iter_sse_events, response_chunks
-from .errors import APIResponseValidationError
+from ._sse import SSEMessage, iter_sse_events, response_chunks
+from .errors import APIConnectionError, APIResponseValidationError
 
 __all__ = ["Stream", "parse_event", "AGUIEvent"]
 
@@ -56,6 +56,18 @@ def parse_event(data: str) -> AGUIEvent | None:
         return _EVENT_ADAPTER.validate_python(raw)
     except ValidationError as exc:
         raise APIResponseValidationError(f"malformed {raw.get('type')} event: {exc.errors()[:3]}") from exc
+
+
+def _parse(message: SSEMessage) -> AGUIEvent | None:
+    """A last event the stream cut off is still read when it is whole (a server may end without the
+    blank line); when it is not JSON, the connection broke mid-event: a resumable failure, not a
+    server that speaks the protocol wrong."""
+    try:
+        return parse_event(message.data)
+    except APIResponseValidationError as exc:
+        if message.complete:
+            raise
+        raise APIConnectionError("The event stream broke off in the middle of an event.") from exc
 
 
 def _shutdown_socket(response: requests.Response) -> None:
@@ -97,7 +109,7 @@ class Stream:
             for message in iter_sse_events(self._chunks):
                 if self.closed:
                     return
-                event = parse_event(message.data)
+                event = _parse(message)
                 self.last_event_id = message.id
                 if event is None:
                     continue

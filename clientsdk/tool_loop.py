@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from ag_ui.core import EventType, ToolCallResultEvent
 
 from ._tools import block_text
-from .accumulate import ThreadSnapshot, accumulate
+from .snapshot import ThreadSnapshot, accumulate
 from .errors import APIConnectionError, APIError, ConflictError, MaxStepsExceeded, NotFoundError, RunError
 from .resume import DEFAULT_RESUME_ATTEMPTS, ResumingStream
 

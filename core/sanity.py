@@ -16,7 +16,7 @@ refusal is a 400 `VALIDATION_ERROR` naming the field (`message.content[0].text`,
 - **`NaN`, `Infinity`, `-Infinity`** and numbers that overflow a double (`1e999`): not JSON (RFC
   8259), and neither PostgreSQL's `jsonb` nor a browser's `JSON.parse` accepts them.
 
-String lengths are the pydantic models' business (`clientsdk/types.py`), kept equal to the columns.
+String lengths are the pydantic models' business (`clientsdk/wire.py`), kept equal to the columns.
 """
 from __future__ import annotations
 

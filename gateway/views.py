@@ -27,9 +27,9 @@ from gateway.errors import (RATE_LIMIT, SERVER_ERROR, GatewayError, from_model_e
 from gateway.models import model_get, model_list, model_resolve
 from gateway.ratelimit import rate_limit_hit
 from gateway.translate import parse_chat_request
+from projects.auth import Principal, aresolve_principal
 from providers import get_provider
 from providers.base import Delta, ModelError, StepEnd
-from tambo_project.auth import Principal, aresolve_principal
 
 log = logging.getLogger(__name__)
 

@@ -6,15 +6,13 @@ import Django, so it can be tested against a fake server on its own.
 from __future__ import annotations
 
 import asyncio
-import email.utils
-import math
-import time
 import weakref
 from typing import Any, AsyncIterator
 
 import openai
 import orjson
 
+from clientsdk.retry_after import retry_after_seconds
 from providers.base import (Completion, Delta, ModelError, ModelRequest, ModelTool, StepEnd, TextDelta,
                             ToolCallDelta)
 
@@ -298,22 +296,3 @@ def model_error(exc: openai.APIError, *, started: bool) -> ModelError:
     else:
         message = MSG_STREAM_ERROR  # an `{"error": ...}` event inside the stream
     return ModelError("LLM_SERVER_ERROR", message, retryable=True)
-
-
-def retry_after_seconds(headers: Any) -> float | None:
-    """Seconds to wait from `retry-after-ms` or `retry-after` (seconds or an HTTP date), if given."""
-    for name, divisor in (("retry-after-ms", 1000), ("retry-after", 1)):
-        try:
-            seconds = float(headers.get(name) or "nan") / divisor
-        except ValueError:
-            continue
-        if math.isfinite(seconds):
-            return max(seconds, 0.0)
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        moment = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(moment.timestamp() - time.time(), 0.0)

@@ -1,7 +1,10 @@
+"""Admin: runs, on their own pages and on their thread's page."""
 from django.conf import settings
 from django.contrib import admin
 
 from runs.models import Run
+from threads.admin import ThreadAdmin
+from threads.models import Thread
 
 
 def run_duration(run: Run) -> str:
@@ -57,3 +60,33 @@ class RunAdmin(RunFacts, admin.ModelAdmin):
                        "request_params", "error_code", "error_message", "cancel_requested", "created_at",
                        "started_at", "finished_at")
     exclude = ("model",)
+
+
+class RunInline(RunFacts, admin.TabularInline):
+    model = Run
+    fk_name = "thread"
+    extra = 0
+    can_delete = False
+    ordering = ("created_at", "id")  # ids are random: time is the only meaningful order
+    fields = ("id", "status", "previous_run", "model_used", "duration", "tokens", "error_code", "error_message",
+              "cancel_requested", "started_at", "finished_at")
+    readonly_fields = fields
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+class ThreadWithRunsAdmin(ThreadAdmin):
+    """The thread page with its runs below its messages.
+
+    threads/admin.py cannot show runs itself (threads must not import runs), so the thread admin is
+    registered again here with the run inline added; importing threads.admin above guarantees it is
+    registered first, whatever the order in which the admin discovers the apps.
+    """
+
+    inlines = [*ThreadAdmin.inlines, RunInline]
+
+
+admin.site.unregister(Thread)
+admin.site.register(Thread, ThreadWithRunsAdmin)

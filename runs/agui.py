@@ -15,7 +15,7 @@ from ag_ui.core import (AssistantMessage, BaseEvent, CustomEvent, DeveloperMessa
                         TextPart, ToolCallResultEvent, ToolMessage, UserMessage)
 from pydantic import ValidationError
 
-from clientsdk import types as wire
+from clientsdk import wire
 from core.problems import Problem, validation_error
 
 MAX_ID_LENGTH = 200

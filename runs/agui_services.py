@@ -13,17 +13,18 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from pydantic import ValidationError
 
-from clientsdk import types as wire
+from clientsdk import wire
 from core.problems import Problem, validation_error
+from projects.auth import Principal
+from projects.models import Project
 from runs import agui
 from runs.lock import lock_take
 from runs.models import Run
 from runs.services import (ABANDONED_TEXT, StartedRun, _check_tool_results, _count_turn_tool_calls,
                            _request_params)
-from tambo_project.auth import Principal
 from threads import selectors
 from threads import services as thread_services
-from threads.models import Message, Project, RunStatus, Thread
+from threads.models import Message, RunStatus, Thread
 from tools.selectors import project_tools_of
 
 SERVER_THREAD_PREFIX = "thr_"

@@ -15,10 +15,10 @@ from django.views.decorators.http import require_http_methods
 from core.input_guard import request_json
 from core.problems import Problem, response_for
 from core.validation import parse_body
+from projects.auth import aresolve_principal
 from runs.agui import agui_events
 from runs.agui_services import agui_run_start
 from runs.views import run_start_shielded, stream_run
-from tambo_project.auth import aresolve_principal
 
 
 @csrf_exempt

@@ -10,7 +10,7 @@ from ag_ui.core import RunAgentInput
 from pydantic import BaseModel
 from pydantic.json_schema import model_json_schema
 
-from clientsdk import types as wire
+from clientsdk import wire
 from core.openapi import PROBLEM_REF, SECURITY, add_model, path_param, problem
 from core.problems import PROBLEM_CONTENT_TYPE
 

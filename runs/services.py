@@ -8,12 +8,12 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from clientsdk import types as wire
+from clientsdk import wire
 from core.ids import new_id
 from core.problems import Problem
+from projects.auth import Principal
 from runs.lock import lock_release, lock_take, lock_take_created
 from runs.models import Run
-from tambo_project.auth import Principal
 from threads import selectors
 from threads import services as thread_services
 from threads.models import Message, RunStatus, Thread

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from asgiref.sync import sync_to_async
 from pydantic import ValidationError
 
-from clientsdk import types as wire
+from clientsdk import wire
 from providers.base import ModelTool
 from runs.history import component_tool_name
 from tools.registry import ServerTool

@@ -13,19 +13,19 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpRe
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
-from clientsdk import types as wire
+from clientsdk import wire
 from core.db import db_call
 from core.input_guard import request_json
 from core.problems import Problem, response_for
 from core.sse import sse_response
 from core.validation import parse_body
+from projects.auth import aresolve_principal
 from providers import get_provider
 from runs import services
 from runs.control import RunControl, watcher
 from runs.guard import encode_into
 from runs.loop import advance
 from runs.sse import join_encoded
-from tambo_project.auth import aresolve_principal
 
 log = logging.getLogger(__name__)
 _END = object()

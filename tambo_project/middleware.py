@@ -163,7 +163,7 @@ def refusal(request: HttpRequest, error: sanity.InputError) -> HttpResponse:
         param = None if error.field == "body" else error.field
         return openai_error_response(400, error.detail, INVALID_REQUEST, "invalid_value", param=param)
     if path.startswith("/oauth/"):
-        from tambo_project.oauth import oauth_answer
+        from projects.oauth import oauth_answer
 
         return oauth_answer({"error": "invalid_request", "error_description": error.detail}, 400)
     if _is_api(request):

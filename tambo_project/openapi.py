@@ -3,7 +3,7 @@
 drf-spectacular describes the DRF views (threads, messages, component state) from their
 `extend_schema` and the pydantic wire models. `postprocess_v1_schema` adds what it cannot see: the
 run endpoints (runs/openapi.py), names and suggestions (runs/assist/openapi.py), the token exchange
-(tambo_project/openapi_oauth.py) and the chat-completions gateway (gateway/openapi.py), and the
+(projects/openapi.py) and the chat-completions gateway (gateway/openapi.py), and the
 problem+json error answers every /v1 operation can give (spec section 7, core/openapi.py).
 
 This module is imported by tambo_project/urls.py so the authentication extension is registered
@@ -17,9 +17,9 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 
 from core.openapi import PROBLEM_SCHEMA, SECURITY, SECURITY_SCHEME, problem
 from gateway.openapi import GATEWAY_SECURITY, GATEWAY_SECURITY_DEFINITION, gateway_paths
+from projects.openapi import add_token_exchange
 from runs.assist.openapi import assist_paths
 from runs.openapi import agui_path, run_paths
-from tambo_project.openapi_oauth import add_token_exchange
 
 SECURITY_DEFINITION = {
     "type": "apiKey",
@@ -30,7 +30,7 @@ SECURITY_DEFINITION = {
 
 
 class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
-    target_class = "tambo_project.auth.ApiKeyAuthentication"
+    target_class = "projects.auth.ApiKeyAuthentication"
     name = SECURITY_SCHEME
 
     def get_security_definition(self, auto_schema):

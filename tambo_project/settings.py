@@ -30,6 +30,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "projects",
     "threads",
     "runs",
     "tools",
@@ -125,7 +126,7 @@ LOGIN_URL = "/login/"
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["tambo_project.auth.ApiKeyAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["projects.auth.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["core.input_guard.JSONParser"],
@@ -211,7 +212,7 @@ LOGGING = {
 # Browser users without a project membership act in this project (created on first use).
 WEB_PROJECT_NAME = env.str("WEB_PROJECT_NAME", default="demo")
 
-# Identity by token (tambo_project/user_tokens.py): a project's JWKS is re-fetched for an unknown `kid`
+# Identity by token (projects/user_tokens.py): a project's JWKS is re-fetched for an unknown `kid`
 # at most once per cooldown, and a JWKS URL that does not answer within the timeout refuses the exchange.
 USER_TOKEN_JWKS_COOLDOWN = env.float("USER_TOKEN_JWKS_COOLDOWN", default=60)
 USER_TOKEN_JWKS_TIMEOUT = env.float("USER_TOKEN_JWKS_TIMEOUT", default=3)

@@ -4,7 +4,7 @@ from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView
 
 # Registers the x-api-key scheme with drf-spectacular before any schema is generated.
 from tambo_project import openapi  # noqa: F401
-from tambo_project import oauth, views
+from tambo_project import views
 
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
@@ -16,7 +16,7 @@ urlpatterns = [
     # Run routes come first: `threads/runs` must not be read as a thread id.
     path("v1/", include("runs.urls")),
     path("v1/", include("threads.urls")),
-    path("oauth/token", oauth.token_view, name="oauth-token"),
+    path("", include("projects.urls")),
     path("", include("gateway.urls")),
     # Thread names and suggestions: /v1 and the SDK's paths without it.
     path("", include("runs.assist.urls")),

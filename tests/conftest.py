@@ -70,14 +70,14 @@ def _threads_running_server_runs() -> list[tuple[str, str]]:
 
 @pytest.fixture
 def project(transactional_db):
-    from threads.models import Project
+    from projects.models import Project
 
     return Project.objects.create(name="test-project")
 
 
 @pytest.fixture
 def api_key(project) -> str:
-    from threads.models import ApiKey
+    from projects.models import ApiKey
 
     _, raw = ApiKey.generate(project, "tests")
     return raw
@@ -85,7 +85,7 @@ def api_key(project) -> str:
 
 @pytest.fixture
 def other_project_key(transactional_db) -> str:
-    from threads.models import ApiKey, Project
+    from projects.models import ApiKey, Project
 
     other = Project.objects.create(name="other-project")
     _, raw = ApiKey.generate(other, "other")

@@ -3,13 +3,14 @@ import re
 
 import pytest
 
+from projects.auth import principal_for_key
+from projects.models import ApiKey, Project
 from runs.lock import lock_take
 from runs.models import Run
-from tambo_project.auth import principal_for_key
-from threads import services
-from threads.models import ApiKey, Message, Project, Thread
-from tools.models import McpServer, ProjectTool
 from tests.support.admin import admin_url
+from threads import services
+from threads.models import Message, Thread
+from tools.models import McpServer, ProjectTool
 
 pytestmark = pytest.mark.django_db
 

@@ -2,9 +2,10 @@
 import pytest
 from django.urls import reverse
 
-from threads import services
-from threads.models import Project, Thread
+from projects.models import Project
 from tests.support.admin import admin_url
+from threads import services
+from threads.models import Thread
 
 pytestmark = pytest.mark.django_db
 

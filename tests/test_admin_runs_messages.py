@@ -6,11 +6,12 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from projects.models import Project
 from runs.models import Run
+from tests.support.admin import admin_url
 from tests.support.run_requests import run
 from threads import services
-from threads.models import Message, Project, Thread
-from tests.support.admin import admin_url
+from threads.models import Message, Thread
 
 pytestmark = pytest.mark.django_db
 

@@ -11,9 +11,9 @@ import json
 
 import pytest
 
+from projects.models import ApiKey
 from tests.support import node
 from tests.support.node import USER_KEY
-from threads.models import ApiKey
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

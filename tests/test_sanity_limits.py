@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from clientsdk import types as wire
-from runs.models import Run
-from tambo_project.auth import Principal
+from clientsdk import wire
 from core.problems import Problem
 from core.sanity import MAX_JSON_DEPTH, MAX_SAFE_INTEGER, InputError, loads
-from threads.models import Message, Project, Thread
+from projects.auth import Principal
+from projects.models import Project
+from runs.models import Run
+from threads.models import Message, Thread
 
 # A run of 16 digits sends a body down the exact (standard library) path instead of orjson's.
 EXACT_PATH_PADDING = ', "pad": "1234567890123456"'

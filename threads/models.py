@@ -1,21 +1,13 @@
-"""Projects, API keys, threads and messages.
+"""Threads, messages and suggestions (projects and their API keys live in projects/models.py).
 
 Run state lives on the thread row (`run_status`, `current_run_id`, the lease): the run lock in
 runs/lock.py is a row lock on that row, so one short transaction can check and move it.
 """
-import hashlib
-import secrets
-
-from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
 from core.clock import now_unique
 from core.ids import new_id
-
-
-def _project_id() -> str:
-    return new_id("proj")
 
 
 def _thread_id() -> str:
@@ -28,70 +20,6 @@ def _message_id() -> str:
 
 def _suggestion_id() -> str:
     return new_id("sug")
-
-
-class Project(models.Model):
-    id = models.CharField(primary_key=True, max_length=40, default=_project_id, editable=False)
-    name = models.CharField(max_length=200, unique=True)
-    system_prompt = models.TextField(blank=True, default="")
-    max_tool_calls_per_turn = models.PositiveIntegerField(
-        default=100, help_text="Total tool calls the model may make in one user turn."
-    )
-    # Logged-in browser users act in one project; each gets its own user key (see tambo_project/auth.py).
-    members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="tambo_projects")
-    created_at = models.DateTimeField(default=now_unique)
-
-    # Identity by token (spec section 10): how an app's own user tokens are verified. At most one of
-    # the three key sources is set; none set means the token exchange is refused for this project.
-    user_token_hs256_secret = models.CharField(
-        max_length=512, blank=True, default="", help_text="Shared secret for HS256-signed user tokens.")
-    user_token_public_key = models.TextField(
-        blank=True, default="", help_text="PEM public key for RS256/ES256/EdDSA-signed user tokens.")
-    user_token_jwks_url = models.URLField(
-        max_length=1000, blank=True, default="", help_text="JWKS URL of the identity provider.")
-    user_token_issuer = models.CharField(max_length=500, blank=True, default="",
-                                         help_text="Required `iss` of user tokens (empty: not checked).")
-    user_token_audience = models.CharField(max_length=500, blank=True, default="",
-                                           help_text="Required `aud` of user tokens (empty: not checked).")
-    user_token_claim = models.CharField(max_length=100, default="sub",
-                                        help_text="The claim that names the end user.")
-
-    def __str__(self) -> str:
-        return self.name
-
-
-KEY_PREFIX = "tk_"
-
-
-def hash_api_key(raw_key: str) -> str:
-    return hashlib.sha256(raw_key.encode()).hexdigest()
-
-
-class ApiKey(models.Model):
-    """A project API key. Only its SHA-256 and a short visible prefix are stored, never the key."""
-
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="api_keys")
-    name = models.CharField(max_length=200, blank=True, default="")
-    prefix = models.CharField(max_length=16, editable=False)
-    hashed_key = models.CharField(max_length=64, unique=True, editable=False)
-    revoked = models.BooleanField(default=False)
-    created_at = models.DateTimeField(default=now_unique)
-    last_used_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        verbose_name = "API key"
-
-    def __str__(self) -> str:
-        return f"{self.prefix}… ({self.project})"
-
-    @classmethod
-    def generate(cls, project: Project, name: str = "") -> tuple["ApiKey", str]:
-        """Create a key; returns the row and the full key, which is never retrievable again."""
-        raw = KEY_PREFIX + secrets.token_urlsafe(32)
-        key = cls.objects.create(
-            project=project, name=name, prefix=raw[:11], hashed_key=hash_api_key(raw)
-        )
-        return key, raw
 
 
 class RunStatus(models.TextChoices):
@@ -107,7 +35,7 @@ LEASE_EXPIRED_ERROR = {"code": LEASE_EXPIRED_CODE, "message": "The previous run 
 
 class Thread(models.Model):
     id = models.CharField(primary_key=True, max_length=40, default=_thread_id, editable=False)
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="threads")
+    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="threads")
     user_key = models.CharField(max_length=256)
     name = models.CharField(max_length=500, null=True, blank=True)
     metadata = models.JSONField(null=True, blank=True)

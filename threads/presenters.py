@@ -1,7 +1,7 @@
-"""Rows → wire shapes (clientsdk.types), the only place that knows how a row looks on the wire."""
+"""Rows → wire shapes (clientsdk.wire), the only place that knows how a row looks on the wire."""
 from __future__ import annotations
 
-from clientsdk import types as wire
+from clientsdk import wire
 from threads.models import LEASE_EXPIRED_ERROR, Message, RunStatus, Suggestion, Thread
 
 

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 from core.problems import Problem
+from projects.models import Project
 from threads.cursors import keyset_page
-from threads.models import Message, Project, Thread
+from threads.models import Message, Thread
 
 THREAD_NOT_FOUND = "THREAD_NOT_FOUND"
 

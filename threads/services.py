@@ -6,9 +6,10 @@ from typing import Any, Iterable
 from django.db import transaction
 from django.utils import timezone
 
-from clientsdk import types as wire
+from clientsdk import wire
 from core.problems import Problem
-from threads.models import Message, Project, Thread
+from projects.models import Project
+from threads.models import Message, Thread
 
 
 def thread_create(

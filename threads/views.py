@@ -6,7 +6,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from clientsdk import types as wire
+from clientsdk import wire
 from core.validation import choice_param, int_param, parse_body
 from threads import selectors, services
 from threads.presenters import message_to_wire, thread_to_wire, thread_with_messages_to_wire

@@ -6,7 +6,7 @@ from django.db import models
 class ProjectTool(models.Model):
     """A built-in tool (from tools.registry) enabled for a project."""
 
-    project = models.ForeignKey("threads.Project", on_delete=models.CASCADE, related_name="tools")
+    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="tools")
     name = models.CharField(max_length=64)
     enabled = models.BooleanField(default=True)
 
@@ -22,7 +22,7 @@ class McpServer(models.Model):
         STDIO = "stdio", "stdio (local command)"
         HTTP = "http", "streamable HTTP"
 
-    project = models.ForeignKey("threads.Project", on_delete=models.CASCADE, related_name="mcp_servers")
+    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="mcp_servers")
     # The prefix of its tools as the model sees them: `<name>__<tool>`.
     name = models.CharField(
         max_length=40,

@@ -18,7 +18,7 @@ from typing import Any
 
 import jsonpatch
 
-from tools.partial_json import PartialParser
+from clientsdk.partial_json import PartialParser
 
 __all__ = ["InvalidArguments", "PropsStream"]
 

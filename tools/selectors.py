@@ -13,6 +13,7 @@ from typing import Any
 from django.db.models import Aggregate, JSONField, OuterRef, Subquery
 from django.db.models.functions import JSONObject
 
+from projects.models import Project
 from tools.models import McpServer, ProjectTool
 
 _MCP_FIELDS = ("name", "transport", "command", "args", "env", "url", "headers")
@@ -62,8 +63,6 @@ def project_tools(row: Any) -> ProjectTools:
 
 def project_tools_of(project: Any) -> ProjectTools:
     """The project's tools, one statement."""
-    from threads.models import Project
-
     return project_tools(Project.objects.filter(pk=project.pk).annotate(**tool_annotations("pk")).get())
 
 

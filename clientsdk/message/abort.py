@@ -12,14 +12,11 @@ import logging
 import threading
 from collections.abc import Callable
 
+from ..errors import AbortError
+
+__all__ = ["AbortError", "AbortSignal", "on_abort", "raise_if_aborted"]
+
 logger = logging.getLogger(__name__)
-
-
-class AbortError(Exception):
-    """Raised inside a turn when its abort signal has fired."""
-
-    def __init__(self, message: str = "The request was aborted."):
-        super().__init__(message)
 
 
 class AbortSignal(threading.Event):

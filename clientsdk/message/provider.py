@@ -11,44 +11,28 @@ from typing import Any
 
 import requests
 
-from .abort import AbortError, on_abort, raise_if_aborted
+from ..errors import (
+    AbortError,
+    APIConnectionError,
+    ChatCompletionsConnectionError,
+    ChatCompletionsError,
+    ChatCompletionsHTTPError,
+    ChatCompletionsStreamError,
+)
+from ..retry_after import retry_after_seconds
+from .abort import on_abort, raise_if_aborted
 from .sse import sse_stream_to_generator
 
+# The errors live in the package's one error tree (clientsdk.errors); importable from here too.
+__all__ = [
+    "ChatCompletionsConnectionError",
+    "ChatCompletionsError",
+    "ChatCompletionsHTTPError",
+    "ChatCompletionsProvider",
+    "ChatCompletionsStreamError",
+]
+
 DEFAULT_TIMEOUT = 60.0
-
-
-class ChatCompletionsError(Exception):
-    """Base of the errors the gateway provider raises; `code` is stable for callers to branch on."""
-
-    code = "chat_completions_error"
-
-    def __init__(self, message: str, *, body: Any = None):
-        super().__init__(message)
-        self.message = message
-        self.body = body
-
-
-class ChatCompletionsHTTPError(ChatCompletionsError):
-    """The gateway answered with an HTTP error status (before any chunk was sent)."""
-
-    code = "http_error"
-
-    def __init__(self, message: str, *, status_code: int, body: Any = None, retry_after: str | None = None):
-        super().__init__(message, body=body)
-        self.status_code = status_code
-        self.retry_after = retry_after
-
-
-class ChatCompletionsStreamError(ChatCompletionsError):
-    """The stream ended with an `{"error": ...}` event (the vendor failed mid-answer)."""
-
-    code = "stream_error"
-
-
-class ChatCompletionsConnectionError(ChatCompletionsError):
-    """The gateway could not be reached, or the connection broke."""
-
-    code = "connection_error"
 
 
 class ChatCompletionsProvider:
@@ -93,7 +77,7 @@ class ChatCompletionsProvider:
                 if isinstance(chunk, Mapping) and chunk.get("error") and not chunk.get("choices"):
                     raise ChatCompletionsStreamError(_error_message(chunk), body=chunk)
                 yield chunk
-        except requests.RequestException as exc:
+        except (requests.RequestException, APIConnectionError) as exc:
             raise_if_aborted(abort_signal)
             raise ChatCompletionsConnectionError(f"reading {self.url} failed: {exc}") from exc
         finally:
@@ -150,9 +134,9 @@ def _http_error(response: requests.Response) -> ChatCompletionsHTTPError:
     detail = _error_message(body) if isinstance(body, Mapping) else str(body)[:500]
     return ChatCompletionsHTTPError(
         f"chat completions request failed with HTTP {response.status_code}: {detail}",
-        status_code=response.status_code,
+        response=response,
         body=body,
-        retry_after=response.headers.get("Retry-After"),
+        retry_after=retry_after_seconds(response.headers),
     )
 
 

@@ -1,21 +1,24 @@
-"""A byte-level Server-Sent Events reader for OpenAI-style completion streams."""
+"""OpenAI-style completion chunks from a Server-Sent Events stream.
+
+The framing is `clientsdk._sse`, the decoder the v1 run stream uses too; this module adds what
+OpenAI-style streams need on top: JSON chunks, the `[DONE]` sentinel, tolerance of servers that
+omit the blank line between events, and the abort signal.
+"""
 
 from __future__ import annotations
 
-import codecs
 import json
 import logging
-import re
 import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from .._sse import iter_sse_data, response_chunks
 from .abort import AbortError
 
 logger = logging.getLogger(__name__)
 
 DONE = "[DONE]"
-_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 def sse_stream_to_generator(
@@ -24,35 +27,22 @@ def sse_stream_to_generator(
     """Yield the JSON value of each `data:` event read from `stream`, until `[DONE]`.
 
     `stream` is an iterable of `bytes`/`str` network chunks, or an object with
-    `iter_content()` (a streaming `requests.Response`). Lines are split on
-    `\\n`, `\\r\\n` or `\\r` even when a line end falls across chunks, and a last
-    line without a line end is still read when the stream ends. Only `data:`
-    lines count; the data lines of one event are joined with `\\n` as the SSE
-    standard says, and when that is not valid JSON each line is tried on its own,
-    so servers that omit the blank line between events still work. Unparsable
-    data is skipped with a logged warning. Raises `AbortError` if
-    `abort_signal` is set before or while reading (also when the read failed
-    because the abort closed the connection).
+    `iter_content()` (a streaming `requests.Response`). The data lines of one
+    event are joined with `\\n` as the SSE standard says, and when that is not
+    valid JSON each line is tried on its own, so servers that omit the blank
+    line between events still work. Unparsable data is skipped with a logged
+    warning. Raises `AbortError` if `abort_signal` is set before or while
+    reading (also when the read failed because the abort closed the
+    connection); a broken connection of a response raises the client's
+    `APIConnectionError`.
     """
-    chunks = _response_chunks(stream) if hasattr(stream, "iter_content") else stream
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    events = _EventAssembler()
-    buffer = ""
+    chunks = response_chunks(stream) if hasattr(stream, "iter_content") else stream
     try:
-        for chunk in chunks:
-            _check(abort_signal)
-            buffer += decoder.decode(chunk) if isinstance(chunk, bytes) else chunk
-            lines, buffer = _split_complete_lines(buffer)
-            for line in lines:
-                yield from events.feed(line)
-        buffer += decoder.decode(b"", final=True)
-        _check(abort_signal)
-        # A stream cut without a final newline still carries its last line (0.4 dropped it).
-        for line in _LINE_END.split(buffer) if buffer else ():
-            yield from events.feed(line)
-        yield from events.feed("")
-    except _Done:
-        return
+        for data in iter_sse_data(_checked(chunks, abort_signal)):
+            for value in _values(data):
+                if value is _DONE_MARK:
+                    return
+                yield value
     except AbortError:
         raise
     except Exception as exc:
@@ -61,27 +51,15 @@ def sse_stream_to_generator(
         raise
 
 
-def _response_chunks(response: Any) -> Iterable[bytes]:
-    """Yield a streaming `requests.Response` body as soon as bytes arrive.
-
-    `iter_content(chunk_size=None)` yields per HTTP chunk for a chunked body,
-    but for a body delimited by closing the connection (HTTP/1.0 servers) it
-    reads until EOF, which would hold back every event; `read1` returns
-    whatever has arrived.
-    """
-    raw = getattr(response, "raw", None)
-    if getattr(raw, "chunked", False) or not hasattr(raw, "read1"):
-        yield from response.iter_content(chunk_size=None)
-        return
-    while True:
-        data = raw.read1(65536)
-        if not data:
-            return
-        yield data
+_DONE_MARK = object()
 
 
-class _Done(Exception):
-    """Internal: `[DONE]` was read."""
+def _checked(chunks: Iterable[bytes | str], abort_signal: threading.Event | None) -> Iterator[bytes | str]:
+    """The chunks, with the abort signal looked at before each one and at the end."""
+    for chunk in chunks:
+        _check(abort_signal)
+        yield chunk
+    _check(abort_signal)
 
 
 def _check(abort_signal: threading.Event | None) -> None:
@@ -89,50 +67,23 @@ def _check(abort_signal: threading.Event | None) -> None:
         raise AbortError()
 
 
-def _split_complete_lines(buffer: str) -> tuple[list[str], str]:
-    """Split off every complete line; the unfinished tail stays in the buffer."""
-    parts = _LINE_END.split(buffer)
-    rest = parts.pop()
-    # A trailing "\r" may be the first half of a "\r\n" that the next chunk
-    # completes; holding it back avoids reading a phantom blank line.
-    if buffer.endswith("\r"):
-        rest = parts.pop() + "\r"
-    return parts, rest
-
-
-class _EventAssembler:
-    """Collects `data:` lines until a blank line ends the event."""
-
-    def __init__(self) -> None:
-        self._data: list[str] = []
-
-    def feed(self, line: str) -> Iterator[Any]:
-        if line == "":
-            yield from self._dispatch()
-            return
-        field, _, value = line.partition(":")
-        if field != "data":
-            return  # comments (":...") and event/id/retry fields carry no chunk
-        if value.startswith(" "):
-            value = value[1:]
-        if value.strip() == DONE:
-            yield from self._dispatch()
-            raise _Done()
-        self._data.append(value)
-
-    def _dispatch(self) -> Iterator[Any]:
-        lines, self._data = self._data, []
-        if not lines:
+def _values(data: str) -> Iterator[Any]:
+    """The JSON values of one event's data (then `_DONE_MARK` if `[DONE]` came)."""
+    if data.strip() == DONE:
+        yield _DONE_MARK
+        return
+    try:
+        yield json.loads(data)
+        return
+    except ValueError:
+        pass
+    for line in data.split("\n"):
+        if line.strip() == DONE:
+            yield _DONE_MARK
             return
         try:
-            yield json.loads("\n".join(lines))
-            return
+            value = json.loads(line)
         except ValueError:
-            pass
-        for line in lines:
-            try:
-                value = json.loads(line)
-            except ValueError:
-                logger.warning("skipping unparsable SSE data: %.200r", line)
-                continue
-            yield value
+            logger.warning("skipping unparsable SSE data: %.200r", line)
+            continue
+        yield value

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clientsdk import types as wire
+from clientsdk import wire
 from core.openapi import PROBLEM_REF, SECURITY, add_model, path_param, problem
 from core.problems import PROBLEM_CONTENT_TYPE
 

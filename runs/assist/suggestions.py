@@ -13,13 +13,14 @@ from typing import Annotated, Sequence
 from django.db import transaction
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StringConstraints
 
-from clientsdk import types as wire
+from clientsdk import wire
 from core.db import db_call
 from core.problems import Problem
+from projects.models import Project
 from providers.base import ModelRequest, ModelTask
 from runs.assist.model import message_text, model_complete, transcript
 from threads.cursors import keyset_page
-from threads.models import Message, Project, Suggestion
+from threads.models import Message, Suggestion
 from threads.selectors import thread_get
 
 log = logging.getLogger(__name__)

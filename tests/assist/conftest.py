@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from clientsdk import types as wire
+from clientsdk import wire
 from threads import services
 from threads.models import Message, Thread
 

@@ -246,14 +246,15 @@ def test_thread_resources_round_trip(client):
     assert info.value.code == "THREAD_NOT_FOUND"
 
 
-def test_the_readme_example_runs_as_written(live_server_url, api_key, capsys):
+def test_the_readme_example_runs_as_written(live_server_url, api_key, capsys, monkeypatch):
     import re
     from pathlib import Path
 
     readme = (Path(__file__).resolve().parents[2] / "clientsdk" / "README.md").read_text()
     code = re.search(r"```python\n(.*?)```", readme, re.S).group(1)
-    assert 'Client("http://localhost:8000", api_key="tk_...", user_key="alice")' in code
-    code = code.replace('"http://localhost:8000", api_key="tk_..."', f'"{live_server_url}", api_key="{api_key}"')
+    # The example reads the server and the key from the environment, as the top README's does.
+    monkeypatch.setenv("TAMBO_URL", live_server_url)
+    monkeypatch.setenv("TAMBO_API_KEY", api_key)
     exec(compile(code, "README.md", "exec"), {"__name__": "readme_example"})
     out = capsys.readouterr().out
     assert out.strip() == 'Tool get_weather returned: {"city": "Paris", "forecast": ["sunny", "sunny"]}'

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from clientsdk.errors import APIStatusError
 from clientsdk.message import (
     AbortError,
     ChatCompletionsHTTPError,
@@ -682,12 +683,22 @@ def test_an_http_500_is_an_error_turn_not_an_empty_reply(gateway):
     assert engine.messages[-1] == {"role": "", "content": ""}
 
 
-def test_a_429_keeps_retry_after(gateway):
+def test_a_429_keeps_retry_after_in_seconds_and_is_the_clients_rate_limit_status_error(gateway):
     server = gateway(lambda handler, body: handler.send_json(
-        429, {"error": {"message": "slow down"}}, headers=[("Retry-After", "7")]))
+        429, {"error": {"message": "slow down", "code": "rate_limit_exceeded"}}, headers=[("Retry-After", "7")]))
     with pytest.raises(ChatCompletionsHTTPError) as caught:
         list(ChatCompletionsProvider(server.url, "k")({"messages": []}))
-    assert caught.value.status_code == 429 and caught.value.retry_after == "7"
+    assert caught.value.status_code == 429 and caught.value.retry_after == 7.0
+    # One error tree: the engine's errors are the client's APIStatusError with the answer's code.
+    assert isinstance(caught.value, APIStatusError) and caught.value.code == "rate_limit_exceeded"
+
+
+def test_an_unreadable_retry_after_is_ignored(gateway):
+    server = gateway(lambda handler, body: handler.send_json(
+        429, {"error": {"message": "slow down"}}, headers=[("Retry-After", "soon")]))
+    with pytest.raises(ChatCompletionsHTTPError) as caught:
+        list(ChatCompletionsProvider(server.url, "k")({"messages": []}))
+    assert caught.value.retry_after is None and caught.value.code is None
 
 
 def test_an_error_event_mid_stream_is_an_error(gateway):

@@ -11,7 +11,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = textwrap.dedent("""
     import importlib, json, pkgutil, sys
 
-    SERVER_PACKAGES = {"django", "rest_framework", "tambo_project", "threads", "runs", "tools"}
+    SERVER_PACKAGES = {"django", "rest_framework", "tambo_project", "core", "projects", "threads", "runs",
+                       "providers", "gateway", "tools"}
 
     class Blocker:
         def find_spec(self, name, path=None, target=None):
@@ -46,7 +47,8 @@ SCRIPT = textwrap.dedent("""
     assert parse_partial('{"a": [1, "b') == {"a": [1, "b"]}
     client = Client("http://127.0.0.1:9", "k", "u")
     client.register_tool("echo", lambda text: text, "Echo", {"type": "object"})
-    assert client.build_run_body({"role": "user", "content": []}, previous_run_id=None)["tools"][0]["name"] == "echo"
+    body = client.build_run_body({"role": "user", "content": [{"type": "text", "text": "hi"}]}, previous_run_id=None)
+    assert body["tools"][0]["name"] == "echo"
     leaked = sorted(m for m in sys.modules if m.split(".")[0] in SERVER_PACKAGES)
     assert not leaked, leaked
     print("CLIENTSDK-OK")

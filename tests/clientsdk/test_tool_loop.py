@@ -1,4 +1,4 @@
-"""The tool loop's parts without the real server: partial JSON, result encoding, tool calls, the
+"""The tool loop's parts without the real server: result encoding, tool calls, the
 continuation request on the wire (scripted server), and MCP servers lent as client tools."""
 from __future__ import annotations
 
@@ -7,31 +7,9 @@ from pydantic import BaseModel
 
 from clientsdk import Client, MaxStepsExceeded, PendingToolCall, ToolResult
 from clientsdk._tools import result_content, tool_result_block
-from clientsdk.partial_json import parse_partial
 from tests.support.mcp_fixtures import running_http_mcp_server, stdio_command
 
 from .scripted_server import Reply, ScriptedServer
-
-
-@pytest.mark.parametrize("text, expected", [
-    ("", None),
-    ("{", {}),
-    ('{"a', {}),
-    ('{"a": ', {}),
-    ('{"a": 1', {}),  # the number may still grow
-    ('{"a": 12,', {"a": 12}),
-    ('{"a": tr', {}),
-    ('{"a": true', {"a": True}),
-    ('{"a": "he', {"a": "he"}),
-    ('{"a": "x\\', {"a": "x"}),
-    ('{"a": "x\\u00e', {"a": "x"}),
-    ('{"a": [1, 2', {"a": [1]}),
-    ('{"a": {"b": [null, {"c": "d', {"a": {"b": [None, {"c": "d"}]}}),
-    ('{"a": 1}', {"a": 1}),
-    ("42", 42),
-])
-def test_parse_partial_returns_what_the_prefix_already_says(text, expected):
-    assert parse_partial(text) == expected
 
 
 @pytest.mark.parametrize("value, blocks", [
@@ -62,7 +40,8 @@ class Point(BaseModel):
 def test_tools_with_a_pydantic_model_get_a_validated_instance_and_its_schema():
     client = Client("http://127.0.0.1:9", "k", "u")
     client.register_tool("plot", lambda p: p.x + p.y, "Plot", Point)
-    body = client.build_run_body({"role": "user", "content": []}, previous_run_id=None)
+    body = client.build_run_body({"role": "user", "content": [{"type": "text", "text": "hi"}]},
+                                 previous_run_id=None)
     assert body["tools"][0]["inputSchema"]["properties"]["x"]["type"] == "integer"
     ok = client.execute_tool_call(PendingToolCall("c1", "plot", '{"x": 2, "y": 3}'))
     assert ok["content"] == [{"type": "text", "text": "5"}] and "isError" not in ok
@@ -131,7 +110,8 @@ def test_a_stdio_mcp_server_lends_its_tools():
     try:
         connection = client.connect_mcp_server(command=command, args=list(args), prefix="local_", mode="legacy")
         assert {"local_add", "local_echo", "local_fail"} <= set(client.tools)
-        body = client.build_run_body({"role": "user", "content": []}, previous_run_id=None)
+        body = client.build_run_body({"role": "user", "content": [{"type": "text", "text": "hi"}]},
+                                 previous_run_id=None)
         add = next(t for t in body["tools"] if t["name"] == "local_add")
         assert add["description"] == "Add two integers." and set(add["inputSchema"]["properties"]) == {"a", "b"}
         result = client.execute_tool_call(PendingToolCall("c1", "local_add", '{"a": 2, "b": 40}'))

@@ -110,7 +110,7 @@ def test_it_rejects_an_unknown_key(live_server_url, api_key):
 
 
 def test_it_rejects_a_revoked_key(live_server_url, project):
-    from threads.models import ApiKey
+    from projects.models import ApiKey
 
     row, raw = ApiKey.generate(project, "to-revoke")
     ApiKey.objects.filter(pk=row.pk).update(revoked=True)
@@ -162,7 +162,7 @@ def limited_server(django_db_setup, django_db_blocker):
 
 def _calls_in_one_window(url: str, project, count: int) -> list[object] | None:
     """`count` calls with a fresh key; None when a minute boundary fell among them (the window restarted)."""
-    from threads.models import ApiKey
+    from projects.models import ApiKey
 
     client = openai_client(url, ApiKey.generate(project, "limited")[1])
     window = int(time.time() // 60)

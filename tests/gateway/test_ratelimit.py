@@ -40,7 +40,7 @@ def test_a_limit_of_zero_turns_it_off():
 
 @pytest.mark.django_db(transaction=True)
 def test_processes_sharing_a_cache_share_the_count(django_db_setup, project):
-    from threads.models import ApiKey
+    from projects.models import ApiKey
 
     with tempfile.TemporaryDirectory() as cache_dir:
         env = {"GATEWAY_RATE_LIMIT_PER_MINUTE": "2", "CACHE_URL": f"filecache://{cache_dir}"}

@@ -5,12 +5,12 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.db import connections
 
-from clientsdk import types as wire
+from clientsdk import wire
+from projects.auth import Principal
+from providers.offline import OfflineProvider
 from runs import services
 from runs.control import RunControl
 from runs.loop import advance
-from providers.offline import OfflineProvider
-from tambo_project.auth import Principal
 from threads.models import Thread
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_dbs]

@@ -10,13 +10,14 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from projects.models import Project
 from runs import control as control_module
 from runs.control import CHECKPOINT_INTERVAL, RunControl, Watcher
 from runs.lock import lock_request_cancel, lock_take
 from runs.models import Run
 from runs.recovery import checkpoint_write, expired_sweep
 from threads import services
-from threads.models import Message, Project, RunStatus, Thread
+from threads.models import Message, RunStatus, Thread
 from threads.presenters import thread_to_wire
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_dbs]

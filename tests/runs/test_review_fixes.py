@@ -16,10 +16,11 @@ from asgiref.sync import sync_to_async
 from django.db import OperationalError, connections
 from django.test import AsyncClient, Client
 
+from projects.models import ApiKey
 from runs import services
 from runs.control import RunControl, Watcher
 from threads import services as thread_services
-from threads.models import ApiKey, RunStatus, Thread
+from threads.models import RunStatus, Thread
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_dbs]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from django.db import DatabaseError, connection
 
+from projects.models import Project
 from runs.control import _renew_and_poll
 from runs.lock import lock_request_cancel, lock_take
 from runs.models import Run
 from threads import services
-from threads.models import Project
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -26,7 +26,7 @@ PLAIN_RUN_BUDGET = 10
 def fast_offline(settings, api_key):
     from django.utils import timezone
 
-    from threads.models import ApiKey
+    from projects.models import ApiKey
 
     # A key's last use is stamped at most once a minute: not part of a run's cost.
     ApiKey.objects.update(last_used_at=timezone.now())

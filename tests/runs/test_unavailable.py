@@ -15,11 +15,12 @@ from asgiref.sync import sync_to_async
 from django.db import InterfaceError, OperationalError, connections
 from django.test import AsyncClient, Client
 
+from projects.models import ApiKey
 from runs import services
+from runs.models import Run
 from threads import selectors
 from threads import services as thread_services
-from runs.models import Run
-from threads.models import ApiKey, RunStatus, Thread
+from threads.models import RunStatus, Thread
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_dbs]
 

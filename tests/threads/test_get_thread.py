@@ -1,10 +1,11 @@
 """GET /v1/threads/{threadId}."""
 import pytest
 
+from projects.models import Project
 from runs.lock import lock_take
 from tests.support.problems import assert_problem
 from threads import services
-from threads.models import Message, Project
+from threads.models import Message
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -5,9 +5,10 @@ import json
 import pytest
 from django.utils import timezone
 
+from projects.models import Project
 from tests.support.problems import assert_problem
 from threads import services
-from threads.models import Project, Thread
+from threads.models import Thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -2,7 +2,7 @@
 its props stream as JSON Patch operations in `tambo.component.*` events, and the assistant message keeps a
 component block with the final props and an empty state.
 
-Oracle for "the props known at every step": `tools.partial_json.parse_partial` of the arguments text
+Oracle for "the props known at every step": `clientsdk.partial_json.parse_partial` of the arguments text
 received so far (its own property tests live in test_partial_json.py).
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from tests.conftest import Api
 from tests.support.fake_openai import Text, ToolCall, ToolCalls
 from tests.support.run_requests import run, text_of
 from tests.support.sse import types
-from tools.partial_json import parse_partial
+from clientsdk.partial_json import parse_partial
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -5,7 +5,7 @@ import jsonpatch
 import pytest
 
 from tests.tools.jsondocs import HAND_WRITTEN, random_object_documents
-from tools.partial_json import parse_partial
+from clientsdk.partial_json import parse_partial
 from tools.props_stream import InvalidArguments, PropsStream
 
 OBJECT_DOCUMENTS = [doc for doc in HAND_WRITTEN if doc.lstrip().startswith("{")] + random_object_documents(

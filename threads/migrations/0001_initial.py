@@ -3,6 +3,7 @@
 import django.db.models.deletion
 import django.utils.timezone
 import core.clock
+import projects.models
 import threads.models
 from django.conf import settings
 from django.db import migrations, models
@@ -20,7 +21,8 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name='Project',
             fields=[
-                ('id', models.CharField(default=threads.models._project_id, editable=False, max_length=40, primary_key=True, serialize=False)),
+                # The id default moved with the model to projects/models.py (projects/migrations/0001).
+                ('id', models.CharField(default=projects.models._project_id, editable=False, max_length=40, primary_key=True, serialize=False)),
                 ('name', models.CharField(max_length=200, unique=True)),
                 ('system_prompt', models.TextField(blank=True, default='')),
                 ('max_tool_calls_per_turn', models.PositiveIntegerField(default=100, help_text='Total tool calls the model may make in one user turn.')),

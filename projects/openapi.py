@@ -1,14 +1,15 @@
 """The OpenAPI description of identity by token (spec section 10): `POST /oauth/token` and the bearer scheme.
 
-`/oauth/token` is a plain Django view answering in OAuth's shape (tambo_project/oauth.py), which
-drf-spectacular cannot see; tambo_project/openapi.py adds what is here to the /v1 description.
+`/oauth/token` is a plain Django view answering in OAuth's shape (projects/oauth.py), which
+drf-spectacular cannot see; tambo_project/openapi.py, which assembles the whole document, adds what is
+here to it.
 """
 from __future__ import annotations
 
 from typing import Any
 
 from core.openapi import BEARER_SCHEME
-from tambo_project.oauth import ACCESS_TOKEN_TYPE, SUBJECT_TOKEN_TYPES, TOKEN_EXCHANGE_GRANT
+from projects.oauth import ACCESS_TOKEN_TYPE, SUBJECT_TOKEN_TYPES, TOKEN_EXCHANGE_GRANT
 
 BEARER_DEFINITION = {
     "type": "http",

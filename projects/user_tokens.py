@@ -5,7 +5,7 @@ Two kinds of JWT meet here, both handled by PyJWT alone:
 - the *subject token* an application signs for its end user (or gets from its identity provider),
   verified with the project's user-token settings: an HS256 secret, a PEM public key, or a JWKS URL;
 - the *access token* this server issues in exchange, which names the project, the end user and the
-  API key it was issued through, and is checked on every request that carries it (tambo_project/auth.py).
+  API key it was issued through, and is checked on every request that carries it (projects/auth.py).
 
 The accepted algorithms are always fixed by the key, never read from the token: that is what keeps out
 `alg: none` and algorithm confusion (an HS256 token "signed" with the text of a public key).
@@ -220,6 +220,8 @@ def _access_key(project_id: str) -> bytes:
     # Derived from SECRET_KEY for each project rather than stored: there is no secret in the database
     # to leak or back up, a token minted for one project cannot verify under another's key, and
     # rotating SECRET_KEY ends every access token at once (they live an hour at most anyway).
+    # The salt still names this module's old place (tambo_project/): changing it would end every
+    # access token already issued, for no gain.
     return salted_hmac("tambo_project.user_tokens.access_token", project_id, algorithm="sha256").digest()
 
 

@@ -15,9 +15,9 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from tambo_project import user_tokens
-from tambo_project.auth import api_key_find, api_key_touch
-from tambo_project.user_tokens import IssuedToken, TokenRefused
+from projects import user_tokens
+from projects.auth import api_key_find, api_key_touch
+from projects.user_tokens import IssuedToken, TokenRefused
 
 FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
 TOKEN_EXCHANGE_GRANT = "urn:ietf:params:oauth:grant-type:token-exchange"

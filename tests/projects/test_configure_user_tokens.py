@@ -7,9 +7,9 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+from projects.models import Project
 from tests.support.live import ROOT, database_url
 from tests.support.user_tokens import HS256_SECRET, exchange, public_pem, rsa_key, sign_hs256, sign_rs256
-from threads.models import Project
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -1,8 +1,9 @@
 """The wire shapes of the v1 API, declared once.
 
 The server validates request bodies and renders answers with these models; the Python client
-parses answers with the same ones. Field names are snake_case in Python and camelCase on the wire.
-This module imports no Django, so the client can use it anywhere.
+builds its request bodies and parses answers with the same ones. Field names are snake_case in
+Python and camelCase on the wire. This module imports only pydantic (no Django, no requests), so
+the server imports it without the client's HTTP layer and the client uses it anywhere.
 """
 from __future__ import annotations
 
@@ -25,6 +26,23 @@ class RequestModel(WireModel):
     # Requests are validated strictly: "5" is not a number and 1 is not a string. Unknown fields are
     # ignored (spec section 3) so newer clients keep working.
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", strict=True)
+
+    @classmethod
+    def body(cls, **fields: Any) -> dict[str, Any]:
+        """The JSON body a client sends: `fields` by their Python names (None means absent; nested
+        values may be models or camelCase wire dicts), validated as the server validates it.
+
+        Raises pydantic.ValidationError (a ValueError) for a body the server would refuse.
+        """
+        return cls.model_validate({name: value for name, value in fields.items() if value is not None}).wire()
+
+
+# --- Tambo's own AG-UI events (CUSTOM events, spec sections 4 and 6) ----------------------------------------
+
+AWAITING_INPUT = "tambo.run.awaiting_input"
+COMPONENT_START = "tambo.component.start"
+COMPONENT_PROPS_DELTA = "tambo.component.props_delta"
+COMPONENT_END = "tambo.component.end"
 
 
 # --- Content blocks --------------------------------------------------------------------------------
@@ -214,6 +232,9 @@ class CreateRunBody(RequestModel):
     max_tokens: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
     temperature: Annotated[float, Field(ge=0, le=2)] | None = None
     run_metadata: dict[str, Any] | None = None
+    # "continue": the run goes on to its end when the client goes away; its events can be read
+    # again from GET …/runs/{runId}/events (spec section 12). "cancel" (or none: the reference's behaviour) cancels it.
+    on_disconnect: Literal["cancel", "continue"] | None = None
 
 
 class NewThreadSpec(RequestModel):

@@ -3,7 +3,7 @@
 Every entry point resolves a `Principal` here and passes it to the services, which scope every
 query by (project, user key). A session user gets a fixed user key of its own, so the browser page
 can never act as another end user; an API-key caller names the end user with `userKey`, or carries
-an access token from `/oauth/token` (`Authorization: Bearer`, tambo_project/user_tokens.py) that names it.
+an access token from `/oauth/token` (`Authorization: Bearer`, projects/user_tokens.py) that names it.
 """
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from django.utils import timezone
 from rest_framework import authentication
 
 from core.problems import Problem, validation_error
-from tambo_project import user_tokens
-from threads.models import ApiKey, Project, hash_api_key
+from projects import user_tokens
+from projects.models import ApiKey, Project, hash_api_key
 
 UNAUTHORIZED = Problem(401, "UNAUTHORIZED", "A valid x-api-key header is required.")
 

@@ -2,9 +2,9 @@
 import pytest
 import requests
 
+from projects.models import ApiKey
 from tests.support.problems import assert_problem
 from threads import services
-from threads.models import ApiKey
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -5,9 +5,9 @@ import sys
 
 import pytest
 
+from projects.models import ApiKey, Project
 from tests.conftest import Api
 from tests.support.live import ROOT, database_url
-from threads.models import ApiKey, Project
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -9,12 +9,12 @@ import pytest
 import requests
 from django.test import override_settings
 
-from tests.auth.test_token_exchange import assert_oauth_error
+from projects.models import ApiKey
+from tests.projects.test_token_exchange import assert_oauth_error
 from tests.support.live import free_port
 from tests.support.user_tokens import (
     ACCESS_TOKEN_TYPE, TOKEN_EXCHANGE, JwksServer, configure_jwks, exchange, rsa_key, sign_rs256, user_claims,
 )
-from threads.models import ApiKey
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -1,3 +1,6 @@
+"""The one partial-JSON parser (`clientsdk.partial_json`), used by the server's props streaming and
+the client's snapshot of streamed tool-call arguments: its promise on every prefix of many
+documents, its corners, and the cases of both former parsers, including those where they disagreed."""
 import json
 import math
 import random
@@ -5,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from clientsdk import ThreadSnapshot, accumulate, parse_event
+from clientsdk.partial_json import PartialParser, parse_partial
 from tests.tools.jsondocs import HAND_WRITTEN, random_documents
-from tools.partial_json import parse_partial
 
 DOCUMENTS = HAND_WRITTEN + random_documents(seed=20261130, count=150)
 
@@ -230,3 +234,68 @@ def test_deep_nesting_does_not_hit_the_recursion_limit():
     for _ in range(depth - 1):
         value = value[0]
     assert value == []
+
+
+# "Right" for a prefix is what every completion of it agrees on: the value the text so far already
+# determines and nothing that could still change (so a bare trailing number is held back, and white
+# space inside a string is kept). The former client parser got these wrong; the server's got them
+# right. With complete=True (the text is the whole document) a trailing number counts.
+@pytest.mark.parametrize(("text", "prefix", "whole"), [
+    ("-0.5", None, -0.5),           # may still become -0.55; the client's parser said -0.5
+    ("[ 1 ", [1], [1]),              # the space ends the number; the client's parser said []
+    ("42", None, 42),               # may still become 420; the client's parser said 42
+    ('" ', " ", None),              # an open string keeps its space; the client's parser said ""
+    ('["/--Y ', ["/--Y "], ["/--Y "]),
+    ('"\\ud83d', "", None),        # a high surrogate waits for its pair; the client's parser kept it alone
+    ("1e-0", None, 1.0),
+])
+def test_the_prefixes_the_two_former_parsers_disagreed_on(text, prefix, whole):
+    assert canonical(parse_partial(text)) == canonical(prefix)
+    if whole is not None:
+        assert canonical(parse_partial(text, complete=True)) == canonical(whole)
+
+
+# The former client parser's own cases (clientsdk/partial_json.py before there was one parser),
+# with the answer the one parser gives and why it differs where it does.
+@pytest.mark.parametrize("text, expected", [
+    ("", None),
+    ("{", {}),
+    ('{"a', {}),
+    ('{"a": ', {}),
+    ('{"a": 1', {}),  # the number may still grow
+    ('{"a": 12,', {"a": 12}),
+    ('{"a": tr', {}),
+    ('{"a": true', {"a": True}),
+    ('{"a": "he', {"a": "he"}),
+    ('{"a": "x\\', {"a": "x"}),
+    ('{"a": "x\\u00e', {"a": "x"}),
+    ('{"a": [1, 2', {"a": [1]}),
+    ('{"a": {"b": [null, {"c": "d', {"a": {"b": [None, {"c": "d"}]}}),
+    ('{"a": 1}', {"a": 1}),
+    ("42", None),  # was 42: a prefix "42" may still become 420 (complete=True gives 42)
+])
+def test_the_former_client_parsers_cases(text, expected):
+    assert parse_partial(text) == expected
+
+
+@pytest.mark.parametrize("text", DOCUMENTS[:40])
+def test_both_call_sites_see_the_same_value_for_every_prefix(text):
+    """The server feeds fragments to a PartialParser (props streaming); the client folds
+    TOOL_CALL_ARGS deltas into its snapshot. Both give parse_partial(prefix) after every fragment."""
+    parser = PartialParser()
+    snapshot = ThreadSnapshot()
+    for raw in [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+                {"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "f", "parentMessageId": "m"}]:
+        snapshot = accumulate(snapshot, parse_event(json.dumps(raw)))
+    for end in range(1, len(text) + 1):
+        fragment = text[end - 1:end]
+        parser.feed(fragment)
+        snapshot = accumulate(snapshot, parse_event(json.dumps(
+            {"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": fragment})))
+        expected = canonical(parse_partial(text[:end]))
+        assert canonical(parser.value) == expected
+        [call] = snapshot.messages[-1].tool_calls
+        assert canonical(call.arguments) == expected
+    snapshot = accumulate(snapshot, parse_event(json.dumps({"type": "TOOL_CALL_END", "toolCallId": "c"})))
+    [call] = snapshot.messages[-1].tool_calls
+    assert canonical(call.arguments) == canonical(json.loads(text))

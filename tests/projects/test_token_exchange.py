@@ -14,11 +14,12 @@ import pytest
 import requests
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 
+from projects.models import ApiKey, Project
 from tests.support.user_tokens import (
     ACCESS_TOKEN_TYPE, HS256_SECRET, OTHER_HS256_SECRET, TOKEN_EXCHANGE, configure_hs256, configure_public_key,
     exchange, public_pem, rsa_key, sign_hs256, sign_rs256, user_claims,
 )
-from threads.models import ApiKey, Project, Thread
+from threads.models import Thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

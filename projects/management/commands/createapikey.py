@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from threads.models import ApiKey, Project
+from projects.models import ApiKey, Project
 
 
 class Command(BaseCommand):

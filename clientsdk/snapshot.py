@@ -21,6 +21,7 @@ import jsonpatch
 from ag_ui.core import EventType
 
 from .partial_json import parse_partial
+from .wire import AWAITING_INPUT, COMPONENT_END, COMPONENT_PROPS_DELTA, COMPONENT_START
 
 __all__ = [
     "ThreadSnapshot",
@@ -38,10 +39,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-AWAITING_INPUT = "tambo.run.awaiting_input"
-COMPONENT_START = "tambo.component.start"
-COMPONENT_PROPS_DELTA = "tambo.component.props_delta"
-COMPONENT_END = "tambo.component.end"
 
 RunStatus = Literal["idle", "running", "awaiting_input", "finished", "error", "cancelled"]
 
@@ -227,7 +224,8 @@ def _tool_end(s: ThreadSnapshot, e: Any) -> ThreadSnapshot:
         try:
             arguments = json.loads(call.arguments_text) if call.arguments_text.strip() else {}
         except ValueError:
-            arguments = parse_partial(call.arguments_text)
+            # The text is all there is: a trailing number is final now.
+            arguments = parse_partial(call.arguments_text, complete=True)
         return replace(call, arguments=arguments, complete=True)
 
     return _update_tool_call(s, e.tool_call_id, change)

@@ -3,8 +3,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from tambo_project.user_tokens import settings_errors
-from threads.models import Project
+from projects.models import Project
+from projects.user_tokens import settings_errors
 
 
 class Command(BaseCommand):

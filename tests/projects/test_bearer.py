@@ -9,13 +9,14 @@ import jwt
 import pytest
 import requests
 
-from tambo_project import user_tokens
+from projects import user_tokens
+from projects.models import ApiKey, Project
 from tests.support.problems import assert_problem
 from tests.support.run_requests import user_message
 from tests.support.sse import iter_events, read_events
 from tests.support.user_tokens import OTHER_HS256_SECRET, access_token, configure_hs256, sign_hs256
 from threads import services
-from threads.models import ApiKey, Project, Thread
+from threads.models import Thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

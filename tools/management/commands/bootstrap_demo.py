@@ -1,11 +1,15 @@
-"""First-start set-up for the serve command: a demo project, API key, user and built-in tools."""
+"""First-start set-up for the serve command: a demo project, API key, user and built-in tools.
+
+It lives in tools, not projects, because it switches on the built-in tools: tools builds on projects,
+so this is the lowest app that may import both.
+"""
 import secrets
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
-from threads.models import ApiKey, Project
+from projects.models import ApiKey, Project
 from tools.models import ProjectTool
 from tools.registry import builtin_names
 

@@ -1,9 +1,9 @@
 """The project admin's "Identity by token" fieldset validates the user-token settings."""
 import pytest
 
-from tests.support.user_tokens import HS256_SECRET, public_pem, rsa_key
-from threads.models import Project
+from projects.models import Project
 from tests.support.admin import admin_url
+from tests.support.user_tokens import HS256_SECRET, public_pem, rsa_key
 
 pytestmark = pytest.mark.django_db
 
