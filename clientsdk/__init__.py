@@ -40,6 +40,7 @@ _EXPORTS = {
     "RateLimitError": "errors",
     "RunError": "errors",
     "TamboError": "errors",
+    "ResumingStream": "resume",
     "Stream": "streaming",
     "parse_event": "streaming",
     "RunStream": "tool_loop",
@@ -62,6 +63,7 @@ __all__ = [
     "NotFoundError",
     "PendingToolCall",
     "RateLimitError",
+    "ResumingStream",
     "RunError",
     "RunErrorInfo",
     "RunStream",
@@ -117,5 +119,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         RunError,
         TamboError,
     )
+    from .resume import ResumingStream
     from .streaming import Stream, parse_event
     from .tool_loop import RunStream

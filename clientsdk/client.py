@@ -21,6 +21,7 @@ from ._base import HTTPCore
 from ._tools import RegisteredTool, tool_result_block
 from .snapshot import PendingToolCall
 from .resources import Components, Runs, Threads, run_body, user_message
+from .resume import DEFAULT_RESUME_ATTEMPTS
 from .tool_loop import RunStream
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -131,17 +132,47 @@ class Client:
         tool_choice: str | dict[str, Any] | None = None,
         additional_context: dict[str, Any] | None = None,
         previous_run_id: str | None = None,
+        resume: bool = False,
+        resume_attempts: int = DEFAULT_RESUME_ATTEMPTS,
         **run_options: Any,
     ) -> RunStream:
         """Send a user message and run the tool loop; see `RunStream`.
 
         Without `thread_id` a new thread is made (`stream.thread_id` once started). On an existing
         thread the last completed run id is looked up unless `previous_run_id` is given.
-        `run_options`: `model`, `max_tokens`, `temperature`, `run_metadata`, `thread_metadata`.
+        `run_options`: `model`, `max_tokens`, `temperature`, `run_metadata`, `thread_metadata`,
+        `on_disconnect` ("cancel", the server's default, or "continue": the run outlives a closed
+        stream).
+
+        `resume=True` sends `on_disconnect="continue"` and, when the connection drops while a run
+        is alive, reads on from the run's events route after the last event id seen (at most
+        `resume_attempts` reconnections in a row, with backoff), so each event is seen once.
         """
         options = {"tool_choice": tool_choice, "additional_context": additional_context, **run_options}
         return RunStream(self, message=user_message(message), thread_id=thread_id, previous_run_id=previous_run_id,
-                         auto_execute_tools=auto_execute_tools, max_steps=max_steps, run_options=options)
+                         auto_execute_tools=auto_execute_tools, max_steps=max_steps, run_options=options,
+                         resume=resume, resume_attempts=resume_attempts)
+
+    def join(
+        self, thread_id: str, run_id: str, after: int | str | None = None, *,
+        resume_attempts: int = DEFAULT_RESUME_ATTEMPTS,
+    ) -> RunStream:
+        """Follow run `run_id` of `thread_id`, started by this or another client (spec section 12).
+
+        Yields `(event, snapshot)` like `run`: the run's events after event id `after` (all of them
+        without it), then the live ones until the run ends; a dropped connection is resumed. A run
+        that ended is replayed for five minutes after its end. The snapshot starts empty, so with
+        `after` it holds only what came after. Joining never runs tools or continues the run: a
+        pause for client tools ends the stream with `pending_tool_calls` set. `cancel()` cancels
+        the run on the server; leaving a `with` block only stops reading.
+
+        Raises (at the first `next()`) NotFoundError for an unknown, expired or other user's run,
+        BadRequestError for an `after` that is not one of the run's ids, and RunError after
+        yielding a RUN_ERROR.
+        """
+        return RunStream(self, message={}, thread_id=thread_id, previous_run_id=None, auto_execute_tools=False,
+                         max_steps=0, run_options={}, resume_attempts=resume_attempts,
+                         join=(run_id, None if after is None else str(after)))
 
     def submit_tool_results(
         self,
@@ -199,6 +230,7 @@ class Client:
         temperature: float | None = None,
         run_metadata: dict[str, Any] | None = None,
         thread_metadata: dict[str, Any] | None = None,
+        on_disconnect: str | None = None,
     ) -> dict[str, Any]:
         """The wire body of one run request, with fresh context and after the before_run hooks.
 
@@ -210,7 +242,7 @@ class Client:
         body = run_body(
             validated, user_key=self.user_key, new_thread=new_thread, thread_metadata=thread_metadata,
             previous_run_id=previous_run_id, tool_choice=tool_choice, model=model, max_tokens=max_tokens,
-            temperature=temperature, run_metadata=run_metadata,
+            temperature=temperature, run_metadata=run_metadata, on_disconnect=on_disconnect,
             tools=[t.declaration() for t in self._tools.values()] or None,
             available_components=list(self._components.values()) or None,
         )

@@ -164,15 +164,17 @@ class Runs(_Resource):
         temperature: float | None = None,
         run_metadata: dict[str, Any] | None = None,
         thread_metadata: dict[str, Any] | None = None,
+        on_disconnect: str | None = None,
         extra_body: dict[str, Any] | None = None,
     ) -> Stream:
         """Start a run and return its event stream (not retried). Without `thread_id` a new thread
-        is created; its id is `stream.thread_id` (header `X-Thread-Id`)."""
+        is created; its id is `stream.thread_id` (header `X-Thread-Id`). `on_disconnect="continue"`
+        lets the run go on when this stream is closed (read it again with `events`)."""
         body = run_body(user_message(message, additional_context), user_key=self._user_key,
                         new_thread=thread_id is None, thread_metadata=thread_metadata,
                         previous_run_id=previous_run_id, tools=tools, available_components=available_components,
                         tool_choice=tool_choice, model=model, max_tokens=max_tokens, temperature=temperature,
-                        run_metadata=run_metadata)
+                        run_metadata=run_metadata, on_disconnect=on_disconnect)
         body.update(extra_body or {})
         return self.create_from_body(body, thread_id=thread_id)
 
@@ -182,6 +184,23 @@ class Runs(_Resource):
         response = self._core.stream("POST", path, json=body, headers={"Accept": "text/event-stream"})
         stream = Stream(response)
         stream.thread_id = stream.thread_id or thread_id
+        return stream
+
+    def events(self, thread_id: str, run_id: str, *, after: int | str | None = None) -> Stream:
+        """Read a run's events (spec section 12): those after event id `after` (all without it),
+        then the live ones until the run ends. Not retried here (the resuming stream retries).
+
+        Raises NotFoundError (404 RUN_NOT_FOUND) for an unknown run, another user's, or one that
+        ended more than five minutes ago; BadRequestError (400) for an `after` that is not an id
+        of this run."""
+        path = f"/v1/threads/{_seg(thread_id)}/runs/{_seg(run_id)}/events"
+        headers = {"Accept": "text/event-stream"}
+        if after is not None:
+            headers["Last-Event-ID"] = str(after)
+        response = self._core.stream("GET", path, params={"userKey": self._user_key}, headers=headers)
+        stream = Stream(response)
+        stream.thread_id = stream.thread_id or thread_id
+        stream.run_id = stream.run_id or run_id
         return stream
 
     def cancel(self, thread_id: str, run_id: str) -> CancelResult:

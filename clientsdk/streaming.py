@@ -7,6 +7,9 @@ iterator and a context manager and always closes its HTTP response: at the end o
 
 A RUN_ERROR event is yielded like any other event: this layer reports what the server said. The tool
 loop (`clientsdk.tool_loop`) is the layer that turns it into a `RunError`.
+
+`last_event_id` is the SSE `id:` of the event last yielded (the server numbers a run's events 1, 2,
+3 …; spec section 12); a reader that lost its connection sends it back as `Last-Event-ID`.
 """
 from __future__ import annotations
 
@@ -21,8 +24,8 @@ import requests
 from ag_ui.core import Event, EventType
 from pydantic import TypeAdapter, ValidationError
 
-from ._sse import iter_sse_data, response_chunks
-from .errors import APIResponseValidationError
+from ._sse import SSEMessage, iter_sse_events, response_chunks
+from .errors import APIConnectionError, APIResponseValidationError
 
 __all__ = ["Stream", "parse_event", "AGUIEvent"]
 
@@ -55,6 +58,18 @@ def parse_event(data: str) -> AGUIEvent | None:
         raise APIResponseValidationError(f"malformed {raw.get('type')} event: {exc.errors()[:3]}") from exc
 
 
+def _parse(message: SSEMessage) -> AGUIEvent | None:
+    """A last event the stream cut off is still read when it is whole (a server may end without the
+    blank line); when it is not JSON, the connection broke mid-event: a resumable failure, not a
+    server that speaks the protocol wrong."""
+    try:
+        return parse_event(message.data)
+    except APIResponseValidationError as exc:
+        if message.complete:
+            raise
+        raise APIConnectionError("The event stream broke off in the middle of an event.") from exc
+
+
 def _shutdown_socket(response: requests.Response) -> None:
     """Wake up a read blocked in another thread: closing the response alone does not, the socket
     must be shut down. Best effort; reaches into urllib3/http.client because they offer no hook."""
@@ -80,6 +95,8 @@ class Stream:
         self.thread_id: str | None = headers.get("X-Thread-Id")
         self.run_id: str | None = headers.get("X-Run-Id")
         self._chunks = chunks if chunks is not None else response_chunks(response)  # type: ignore[arg-type]
+        #: The SSE id of the last event yielded (or skipped as unknown); None before the first one.
+        self.last_event_id: str | None = None
         self._iterator: Iterator[AGUIEvent] = self._events()
         self._closed = threading.Event()
 
@@ -89,10 +106,11 @@ class Stream:
 
     def _events(self) -> Iterator[AGUIEvent]:
         try:
-            for data in iter_sse_data(self._chunks):
+            for message in iter_sse_events(self._chunks):
                 if self.closed:
                     return
-                event = parse_event(data)
+                event = _parse(message)
+                self.last_event_id = message.id
                 if event is None:
                     continue
                 if event.type == EventType.RUN_STARTED:

@@ -15,6 +15,12 @@ This is `@tambo-ai/client`'s loop with its known flaws fixed:
 For every client tool it runs, the loop yields a locally made `TOOL_CALL_RESULT` event (its
 `message_id` is `"client:<toolCallId>"`) so that a UI shows the result the same way it shows a
 server tool's result.
+
+With `resume=True` each run is started with `onDisconnect: "continue"` and read through a
+`ResumingStream`: a connection that drops while the run is alive is picked up again from the run's
+events route (spec section 12), and the caller still sees every event once. A joined run
+(`Client.join`) is read the same way, but it belongs to whoever started it: the loop never runs
+its tools nor continues it.
 """
 from __future__ import annotations
 
@@ -29,6 +35,7 @@ from ag_ui.core import EventType, ToolCallResultEvent
 from ._tools import block_text
 from .snapshot import ThreadSnapshot, accumulate
 from .errors import APIConnectionError, APIError, ConflictError, MaxStepsExceeded, NotFoundError, RunError
+from .resume import DEFAULT_RESUME_ATTEMPTS, ResumingStream
 
 if TYPE_CHECKING:  # pragma: no cover
     from .client import Client
@@ -57,9 +64,21 @@ class RunStream:
         auto_execute_tools: bool,
         max_steps: int,
         run_options: dict[str, Any],
+        resume: bool = False,
+        resume_attempts: int = DEFAULT_RESUME_ATTEMPTS,
+        join: tuple[str, str | None] | None = None,
     ) -> None:
+        """`join=(run_id, after)` follows that existing run of `thread_id` instead of starting one
+        (`message` is then unused)."""
         if max_steps < 0:
             raise ValueError("max_steps must be >= 0")
+        if resume:
+            if run_options.get("on_disconnect") not in (None, "continue"):
+                raise ValueError('resume=True needs on_disconnect="continue" (the run must outlive the connection)')
+            run_options = {**run_options, "on_disconnect": "continue"}
+        self.resume = resume or join is not None
+        self.resume_attempts = resume_attempts
+        self._join = join
         self._client = client
         self._message = message
         self._previous_run_id = previous_run_id
@@ -67,10 +86,12 @@ class RunStream:
         self.max_steps = max_steps
         self._run_options = run_options
         self.thread_id = thread_id
-        self.run_id: str | None = None
+        self.run_id: str | None = join[0] if join is not None else None
         self.snapshot = ThreadSnapshot(thread_id=thread_id)
         #: Tool rounds executed so far.
         self.steps = 0
+        #: Times a dropped stream was opened again from the events route (resume or join).
+        self.reconnects = 0
         self.max_steps_exceeded = False
         self.cancelled = False
         self._stream: Stream | None = None
@@ -118,17 +139,37 @@ class RunStream:
         return self
 
     def __exit__(self, exc_type: object, *rest: object) -> None:
-        # Leaving the block because of an error (or Ctrl-C) while the model works: cancel it.
-        if exc_type is not None and self._run_active:
+        # Leaving the block because of an error (or Ctrl-C) while the model works: cancel it. A
+        # joined run is someone else's: leaving only stops reading it.
+        if exc_type is not None and self._run_active and self._join is None:
             self.cancel()
         self.close()
 
     # --- the loop ---------------------------------------------------------------------------
 
+    @property
+    def last_event_id(self) -> str | None:
+        """The SSE id of the event last yielded from the server (None without one, and for the
+        loop's own TOOL_CALL_RESULT events, which do not change it)."""
+        stream = self._stream
+        return getattr(stream, "last_event_id", None)
+
     def _was_running(self) -> bool:
         return self.snapshot.status in ("idle", "running")
 
+    def _raise_if_failed(self) -> None:
+        snap = self.snapshot
+        if snap.status in ("error", "cancelled"):
+            err = snap.error
+            raise RunError(err.message if err else "run failed", code=err.code if err else None,
+                           category=err.category if err else None,
+                           is_retryable=err.is_retryable if err else False,
+                           run_id=snap.run_id, snapshot=snap)
+
     def _loop(self) -> Iterator[tuple[Any, ThreadSnapshot]]:
+        if self._join is not None:
+            yield from self._follow_joined()
+            return
         message = self._message
         previous_run_id = self._previous_run_id
         if self.thread_id is not None and previous_run_id is None:
@@ -138,13 +179,8 @@ class RunStream:
             yield from self._one_run(message, previous_run_id)
             if self.cancelled:
                 return
+            self._raise_if_failed()
             snap = self.snapshot
-            if snap.status in ("error", "cancelled"):
-                err = snap.error
-                raise RunError(err.message if err else "run failed", code=err.code if err else None,
-                               category=err.category if err else None,
-                               is_retryable=err.is_retryable if err else False,
-                               run_id=snap.run_id, snapshot=snap)
             if not snap.pending_tool_calls or not self.auto_execute_tools:
                 return
             if self.steps >= self.max_steps:
@@ -170,7 +206,25 @@ class RunStream:
         body = self._client.build_run_body(
             message, previous_run_id=previous_run_id, new_thread=self.thread_id is None, **self._run_options
         )
-        stream = self._client.runs.create_from_body(body, thread_id=self.thread_id)
+        stream: Stream | ResumingStream = self._client.runs.create_from_body(body, thread_id=self.thread_id)
+        if self.resume:
+            stream = ResumingStream(self._open_events, first=stream, max_attempts=self.resume_attempts)
+        yield from self._follow(stream)
+
+    def _follow_joined(self) -> Iterator[tuple[Any, ThreadSnapshot]]:
+        assert self._join is not None and self.thread_id is not None
+        run_id, after = self._join
+        stream = ResumingStream(self._open_events, thread_id=self.thread_id, run_id=run_id, after=after,
+                                max_attempts=self.resume_attempts)
+        yield from self._follow(stream)
+        if not self.cancelled:
+            self._raise_if_failed()
+
+    def _open_events(self, thread_id: str, run_id: str, after: str | None) -> Stream:
+        return self._client.runs.events(thread_id, run_id, after=after)
+
+    def _follow(self, stream: Stream | ResumingStream) -> Iterator[tuple[Any, ThreadSnapshot]]:
+        """Fold and yield one run's events; the run counts as active until its terminal event."""
         with self._lock:
             self._stream = stream
             self._run_active = True
@@ -182,18 +236,21 @@ class RunStream:
             self._cancel_on_server()
             return
         terminal = False
-        with stream:
-            for event in stream:
-                self.snapshot = accumulate(self.snapshot, event)
-                self.thread_id = self.snapshot.thread_id or self.thread_id
-                self.run_id = self.snapshot.run_id or self.run_id
-                if event.type in (EventType.RUN_FINISHED, EventType.RUN_ERROR):
-                    terminal = True
-                    self._run_active = False
-                self._feed_streamable_tool(event)
-                yield event, self.snapshot
-                if self.cancelled:
-                    return
+        try:
+            with stream:
+                for event in stream:
+                    self.snapshot = accumulate(self.snapshot, event)
+                    self.thread_id = self.snapshot.thread_id or self.thread_id
+                    self.run_id = self.snapshot.run_id or self.run_id
+                    if event.type in (EventType.RUN_FINISHED, EventType.RUN_ERROR):
+                        terminal = True
+                        self._run_active = False
+                    self._feed_streamable_tool(event)
+                    yield event, self.snapshot
+                    if self.cancelled:
+                        return
+        finally:
+            self.reconnects += getattr(stream, "reconnects", 0)
         self._run_active = False
         if not terminal and not self.cancelled:
             raise APIConnectionError("The event stream ended before the run finished.")

@@ -21,8 +21,8 @@ export function csrfToken() {
   return cookie ? decodeURIComponent(cookie.slice("csrftoken=".length)) : "";
 }
 
-export async function request(method, path, { body, signal, accept = "application/json" } = {}) {
-  const headers = { Accept: accept };
+export async function request(method, path, { body, signal, accept = "application/json", headers: extra = {} } = {}) {
+  const headers = { ...extra, Accept: accept };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   if (!["GET", "HEAD", "OPTIONS"].includes(method)) headers["X-CSRFToken"] = csrfToken();
   const response = await fetch(path, {

@@ -114,9 +114,10 @@ function main() {
     threads.view.notice = `Could not ${action} the thread: ${error.message}`;
     threads.changed();
   }
-  async function openFromSidebar(id) {
+  async function openFromSidebar(id, { resume = false } = {}) {
     try {
-      await threads.openThread(id);
+      // After a reload during a run, the thread opens with that run still streaming in.
+      if (!(resume && (await threads.resumeLiveRun(id)))) await threads.openThread(id);
     } catch (error) {
       // A bookmarked thread that was deleted (or belongs to someone else) answers 404.
       threads.newThread();
@@ -172,7 +173,7 @@ function main() {
   // "2 min ago" grows older: redraw the list now and then, unless a name is being edited in it.
   setInterval(() => showThreadList(threads.threads, threads.thread?.id ?? null), 60_000);
   const bookmarked = threadFromUrl(window.location.href);
-  const opened = bookmarked ? openFromSidebar(bookmarked) : Promise.resolve();
+  const opened = bookmarked ? openFromSidebar(bookmarked, { resume: true }) : Promise.resolve();
   window.tamboPage = { threads, completions }; // for debugging in the console
   opened.finally(() => {
     document.body.dataset.ready = "true";

@@ -22,6 +22,11 @@ export function addUserMessage(view, text, id = `local-${Date.now()}-${view.mess
 
 function messageById(view, id, role = "assistant") {
   let message = view.messages.find((m) => m.id === id);
+  if (message && view.replayed?.delete(id)) {
+    // A run replayed from its start rebuilds the messages it had already stored.
+    message.blocks = [];
+    message.cancelled = false;
+  }
   if (!message) {
     message = { id, role, blocks: [], cancelled: false };
     view.messages.push(message);
@@ -137,6 +142,14 @@ function reduceCustom(view, name, value) {
     }
     view.status = "calling-tools";
   }
+}
+
+// Before a run is replayed from its first event into a view made from the stored thread: the
+// answers stored so far may be the run's own (a step it finished), and its events will rebuild
+// them, so each is emptied the first time an event names it instead of getting its text twice.
+export function expectReplay(view) {
+  view.replayed = new Set(view.messages.filter((m) => m.role !== "user").map((m) => m.id));
+  return view;
 }
 
 function track(view, message) {

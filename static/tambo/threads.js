@@ -4,11 +4,16 @@
 // the thread's lastCompletedRunId), fold its events into the view, and while the run pauses on
 // `tambo.run.awaiting_input`, run the pending tools in the page and post their results as a
 // continuation. Stop sends DELETE for the run, then aborts the fetch.
+//
+// Runs outlive their stream (onDisconnect "continue"; see resume.js): a stream that drops while
+// the run goes on is read on from the run's events route, and a reload during a run reads the
+// rest of it there (`resumeLiveRun`).
 
 import { ApiError, request, requestJson } from "./api.js";
 import { componentSpecs } from "./components.js";
-import { addUserMessage, endRun, findBlock, newView, reduceEvent, viewFromThread } from "./reducer.js";
-import { isAbort, readSSE } from "./sse.js";
+import { addUserMessage, endRun, expectReplay, findBlock, newView, reduceEvent, viewFromThread } from "./reducer.js";
+import { clearLiveRun, followRun, loadLiveRun, saveLiveRun, stillRunning } from "./resume.js";
+import { abortError, isAbort } from "./sse.js";
 import { runTool, toolSpecs } from "./tools.js";
 
 export class ThreadsChat {
@@ -124,6 +129,13 @@ export class ThreadsChat {
     const active = this.active;
     if (!active || active.stopping || active.settling) return;
     active.stopping = true;
+    // Runs go on when their stream closes (onDisconnect "continue"), so aborting the request that
+    // starts one would leave it running: streamRun cancels it once the answer names it.
+    if (active.starting) return;
+    await this.cancelRun(active);
+  }
+
+  async cancelRun(active) {
     if (active.threadId && active.runId) {
       // DELETE first, so the server records a cancel even if this process is not the one streaming;
       // then abort the fetch (right away when the DELETE fails: 404 means the run had already ended).
@@ -158,20 +170,56 @@ export class ThreadsChat {
     this.changed();
   }
 
+  // After a reload: when this tab was reading a run of thread `id` that still runs, open the thread
+  // and read the run again from its first event (the page before the reload had the rest in
+  // memory only). Resolves true once the thread shows (the run goes on streaming), false when
+  // there is nothing to resume; a thread that is gone throws like openThread.
+  async resumeLiveRun(id) {
+    const live = loadLiveRun(sessionStore());
+    clearLiveRun(sessionStore());
+    if (!live || live.threadId !== id || this.busy) return false;
+    await this.openThread(id);
+    if (!stillRunning(live, this.thread)) return true;
+    const abort = new AbortController();
+    let response;
+    try {
+      response = await this.openEvents({ ...live, lastEventId: null }, abort.signal);
+    } catch (error) {
+      // 404: the run ended long enough ago to be forgotten; the thread as loaded is the answer.
+      if (!(error instanceof ApiError && error.status === 404)) console.warn("Could not resume the run", error);
+      return true;
+    }
+    expectReplay(this.view);
+    // The page before the reload would have named a new thread after this first answer.
+    const first = this.view.messages.find((m) => m.role === "user")?.blocks.find((b) => b.kind === "text");
+    const nameAs = this.thread.name ? null : first?.text ?? null;
+    this.turn(null, nameAs, { abort, response, live: { ...live, lastEventId: null } });
+    return true;
+  }
+
   // --- the turn: run, tools, continuation, … ---------------------------------------------------------
 
-  async turn(message, nameAs = null) {
-    const abort = new AbortController();
-    this.active = { abort, threadId: this.thread?.id ?? null, runId: null, stopping: false, deletion: null };
+  // `resumed` ({ abort, response, live }) reads an existing run from the events route instead of
+  // sending `message`.
+  async turn(message, nameAs = null, resumed = null) {
+    const abort = resumed?.abort ?? new AbortController();
+    this.active = { abort, threadId: resumed?.live.threadId ?? this.thread?.id ?? null,
+      runId: resumed?.live.runId ?? null, stopping: false, deletion: null };
     this.view.status = "requesting";
     this.changed();
     try {
-      let next = message;
-      while (next) {
+      let pending;
+      if (resumed) {
+        this.lastInput = this.view.lastUserContent ? { role: "user", content: this.view.lastUserContent } : null;
+        pending = await this.readRun(resumed.response, abort.signal, resumed.live);
+      } else {
+        this.lastInput = message;
+        pending = await this.streamRun(message, abort.signal);
+      }
+      while (pending) {
+        const next = { role: "user", content: await this.runPendingTools(pending, abort.signal) };
         this.lastInput = next;
-        const pending = await this.streamRun(next, abort.signal);
-        if (!pending) break;
-        next = { role: "user", content: await this.runPendingTools(pending, abort.signal) };
+        pending = await this.streamRun(next, abort.signal);
       }
       this.lastInput = this.view.status === "error" ? this.lastInput : null;
     } catch (error) {
@@ -188,6 +236,7 @@ export class ThreadsChat {
     } finally {
       // Still busy until the thread is re-read: a Retry or a new message needs its lastCompletedRunId.
       this.active.settling = true;
+      clearLiveRun(sessionStore());
       this.changed(); // nothing left to stop
       if (this.active.deletion) await this.active.deletion;
       await this.refreshThread();
@@ -207,7 +256,7 @@ export class ThreadsChat {
 
   // One run's stream. Returns the pending tool calls when the run paused for them, else null.
   async streamRun(message, signal) {
-    const body = { message, tools: toolSpecs(), availableComponents: componentSpecs() };
+    const body = { message, tools: toolSpecs(), availableComponents: componentSpecs(), onDisconnect: "continue" };
     let path = "/v1/threads/runs";
     if (this.thread) {
       path = `/v1/threads/${encodeURIComponent(this.thread.id)}/runs`;
@@ -216,7 +265,14 @@ export class ThreadsChat {
     this.view.status = "requesting";
     this.view.pending = null;
     this.changed();
-    const response = await request("POST", path, { body, signal, accept: "text/event-stream" });
+    this.active.runId = null; // not the paused run this one continues: Stop must not aim at that one
+    this.active.starting = true;
+    let response;
+    try {
+      response = await request("POST", path, { body, signal, accept: "text/event-stream" });
+    } finally {
+      this.active.starting = false;
+    }
     const threadId = response.headers.get("X-Thread-Id");
     this.active.runId = response.headers.get("X-Run-Id");
     if (threadId) {
@@ -224,21 +280,48 @@ export class ThreadsChat {
       this.active.threadId = threadId;
       this.onThreadsChange(this.threads, threadId);
     }
-    let ended = false;
-    for await (const event of readSSE(response, signal)) {
-      reduceEvent(this.view, event);
-      this.changed();
-      if (event.type === "RUN_FINISHED" || event.type === "RUN_ERROR") ended = true;
+    if (this.active.stopping) {
+      // Stop came while the run was being started.
+      await this.cancelRun(this.active);
+      throw abortError();
     }
-    if (!ended) throw Object.assign(new Error("The connection closed before the run finished."), { code: "STREAM_CLOSED" });
-    if (this.view.status === "error") return null;
-    if (this.view.status === "cancelled") return null;
+    const live = { threadId: this.active.threadId ?? this.thread?.id, runId: this.active.runId, lastEventId: null };
+    return this.readRun(response, signal, live);
+  }
+
+  // Reads one run's events into the view, remembering where it is (`live`) in sessionStorage; a
+  // stream that drops before the run's last event is read on from the events route. Returns the
+  // pending tool calls when the run paused for them, else null.
+  async readRun(response, signal, live) {
+    await followRun(response, {
+      signal,
+      live,
+      openEvents: (where) => this.openEvents(where, signal),
+      onEvent: (event) => {
+        if (event.type === "RUN_STARTED" && event.runId) this.active.runId = event.runId;
+        reduceEvent(this.view, event);
+        this.changed();
+        if (event.type !== "RUN_FINISHED" && event.type !== "RUN_ERROR") saveLiveRun(sessionStore(), live);
+      },
+    });
+    return this.pausedFor();
+  }
+
+  pausedFor() {
+    if (this.view.status === "error" || this.view.status === "cancelled") return null;
     if (this.view.pending?.length) {
       // The paused run is now the thread's last completed run: the continuation must name it.
       this.thread = { ...this.thread, lastCompletedRunId: this.view.runId };
       return this.view.pending;
     }
     return null;
+  }
+
+  // The run's events after `live.lastEventId` (all without it), then the live ones (spec section 12).
+  openEvents(live, signal) {
+    const path = `/v1/threads/${encodeURIComponent(live.threadId)}/runs/${encodeURIComponent(live.runId)}/events`;
+    const headers = live.lastEventId === null ? {} : { "Last-Event-ID": live.lastEventId };
+    return request("GET", path, { signal, headers, accept: "text/event-stream" });
   }
 
   async runPendingTools(pending, signal) {
@@ -307,5 +390,13 @@ export class ThreadsChat {
     } catch (error) {
       console.warn("No suggestions", error);
     }
+  }
+}
+
+function sessionStore() {
+  try {
+    return window.sessionStorage;
+  } catch {
+    return null; // storage refused (privacy settings): no resume after a reload
   }
 }

@@ -9,7 +9,7 @@ import pytest
 import requests
 from ag_ui.core import CustomEvent, EventType, RunErrorEvent
 
-from clientsdk import APIResponseValidationError, Stream
+from clientsdk import APIConnectionError, APIResponseValidationError, Stream
 from clientsdk._sse import iter_sse_data
 
 from .scripted_server import Reply, ScriptedServer
@@ -127,3 +127,29 @@ def test_closing_from_another_thread_ends_iteration_quietly():
         assert list(stream) == []
         assert time.monotonic() - started < 3
         timer.join()
+
+
+def test_every_event_carries_the_last_event_id_seen():
+    wire = (b'id: 1\ndata: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
+            b'data: {"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}\n\n'
+            b'data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}\nid: 3\n\n')
+    stream = Stream(None, chunks=[wire[i:i + 5] for i in range(0, len(wire), 5)])
+    assert [(e.type, stream.last_event_id) for e in stream] == [
+        (EventType.RUN_STARTED, "1"), (EventType.TEXT_MESSAGE_START, "1"), (EventType.RUN_FINISHED, "3")]
+
+
+def test_a_last_event_cut_off_mid_event_is_a_broken_connection():
+    # Resumable: the run's events route sends the event again, whole.
+    wire = b'id: 1\ndata: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\nid: 2\ndata: {"type":"TEXT_MESS'
+    stream = Stream(None, chunks=[wire])
+    assert next(stream).type == EventType.RUN_STARTED
+    with pytest.raises(APIConnectionError, match="middle of an event"):
+        next(stream)
+    assert stream.last_event_id == "1"
+
+
+def test_a_whole_last_event_without_its_blank_line_is_read_with_its_id():
+    wire = b'id: 1\ndata: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\nid: 2\ndata: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}\n'
+    stream = Stream(None, chunks=[wire])
+    assert [e.type for e in stream] == [EventType.RUN_STARTED, EventType.RUN_FINISHED]
+    assert stream.last_event_id == "2"
