@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, TypeVar
@@ -25,8 +26,9 @@ from typing import Any, Callable, TypeVar
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connections
 
-from core.problems import DatabaseUnavailable
+from core.problems import DatabaseUnavailable, is_database_unavailable
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _executor: ThreadPoolExecutor | None = None
@@ -85,3 +87,12 @@ def release_connections() -> None:
             conn.close()
         else:
             conn.errors_occurred = False
+
+
+def log_db_failure(what: str, exc: Exception) -> None:
+    """Logs a failed background database call (the watcher's tick, the event log): during an outage
+    it fails several times a second, so that is one line with no trace."""
+    if is_database_unavailable(exc):
+        log.warning("%s: database unavailable (%s)", what, type(exc).__name__)
+    else:
+        log.error(what, exc_info=exc)

@@ -26,7 +26,7 @@ from gateway.errors import (RATE_LIMIT, SERVER_ERROR, GatewayError, from_model_e
 from gateway.models import model_get, model_list, model_resolve
 from gateway.ratelimit import rate_limit_hit
 from gateway.translate import parse_chat_request
-from projects.auth import Principal, aresolve_principal
+from projects.auth import Principal, principal_aresolve
 from providers import get_provider
 from providers.base import Delta, ModelError, StepEnd
 
@@ -36,7 +36,7 @@ MSG_INTERNAL = "The server failed while answering."
 MSG_NO_ANSWER = "The model provider ended its answer without any content."
 
 
-@csrf_exempt  # key callers have no CSRF token; session callers are checked in aresolve_principal
+@csrf_exempt  # key callers have no CSRF token; session callers are checked in principal_aresolve
 async def chat_completions(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
         return _method_not_allowed("POST")
@@ -88,7 +88,7 @@ async def not_found(request: HttpRequest, rest: str = "") -> HttpResponse:
 
 async def _principal(request: HttpRequest) -> Principal:
     try:
-        return await aresolve_principal(request)
+        return await principal_aresolve(request)
     except Problem as problem:
         if problem.status == 401:
             raise GatewayError(401, "A valid project API key is required (Authorization: Bearer <key> or "

@@ -3,7 +3,7 @@ from django import forms
 from django.contrib import admin, messages
 
 from projects.models import ApiKey, Project
-from projects.user_tokens import settings_errors
+from projects.user_tokens import user_token_settings_errors
 
 
 class ApiKeyInline(admin.TabularInline):
@@ -23,7 +23,7 @@ class ProjectForm(forms.ModelForm):
 
     def clean(self):
         data = super().clean()
-        errors = settings_errors(hs256_secret=data.get("user_token_hs256_secret") or "",
+        errors = user_token_settings_errors(hs256_secret=data.get("user_token_hs256_secret") or "",
                                  public_key=data.get("user_token_public_key") or "",
                                  jwks_url=data.get("user_token_jwks_url") or "",
                                  claim=data.get("user_token_claim") or "")

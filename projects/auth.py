@@ -14,6 +14,7 @@ from django.middleware.csrf import CsrfViewMiddleware
 from django.utils import timezone
 from rest_framework import authentication
 
+from core.db import db_call
 from core.problems import Problem, validation_error
 from projects import user_tokens
 from projects.models import ApiKey, Project, hash_api_key
@@ -136,7 +137,7 @@ def _csrf_failure(request) -> bool:
     return check.process_view(request, None, (), {}) is not None
 
 
-def resolve_principal(request) -> Principal:
+def principal_resolve(request) -> Principal:
     """Synchronous resolution for plain Django views. Raises 401 Problem."""
     raw = _key_from_headers(request.META)
     bearer = _bearer_from_headers(request.META)
@@ -156,13 +157,11 @@ def resolve_principal(request) -> Principal:
     raise UNAUTHORIZED
 
 
-async def aresolve_principal(request) -> Principal:
+async def principal_aresolve(request) -> Principal:
     """The same for async views. All of its database work, the session user's included (loaded
     lazily by `request.user`), runs on the shared database threads (core/db.py), so a
     streaming answer holds no connection for the request."""
-    from core.db import db_call
-
-    return await db_call(resolve_principal, request)
+    return await db_call(principal_resolve, request)
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):
@@ -174,7 +173,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             user = getattr(django_request, "user", None)
             if user is None or not user.is_authenticated:
                 return None
-        principal = resolve_principal(django_request)
+        principal = principal_resolve(django_request)
         return (principal, None)
 
     def authenticate_header(self, request) -> str:

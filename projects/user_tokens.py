@@ -92,7 +92,7 @@ def public_key_load(pem: str) -> tuple[object, list[str]]:
     raise ValueError("Use an RSA, EC (P-256/384/521) or Ed25519/Ed448 public key.")
 
 
-def settings_errors(*, hs256_secret: str, public_key: str, jwks_url: str, claim: str) -> dict[str, str]:
+def user_token_settings_errors(*, hs256_secret: str, public_key: str, jwks_url: str, claim: str) -> dict[str, str]:
     """What is wrong with a set of user-token settings, by field name (empty when they are fine)."""
     errors: dict[str, str] = {}
     sources = [name for name, value in (("user_token_hs256_secret", hs256_secret),
@@ -115,7 +115,7 @@ def settings_errors(*, hs256_secret: str, public_key: str, jwks_url: str, claim:
     return errors
 
 
-def has_settings(project) -> bool:
+def user_tokens_configured(project) -> bool:
     return bool(project.user_token_hs256_secret or project.user_token_public_key or project.user_token_jwks_url)
 
 
@@ -191,7 +191,7 @@ _REFUSALS: list[tuple[type[Exception], str]] = [
 
 def subject_token_verify(*, project, token: str) -> Subject:
     """Verifies an app's user token with the project's settings. Raises TokenRefused; writes nothing."""
-    if not has_settings(project):
+    if not user_tokens_configured(project):
         raise TokenRefused("invalid_request", "This project has no user-token settings, so it does not accept "
                                               "token exchange; configure them in the admin or with "
                                               "`manage.py configure_user_tokens`.")

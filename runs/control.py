@@ -25,10 +25,15 @@ import time
 from typing import AsyncIterator, Awaitable, TypeVar
 
 from django.conf import settings
+from django.db import close_old_connections, connections
 
-from core.db import db_call
+from core.db import db_call, log_db_failure
+from runs.event_log import log_cleanup
 from runs.feeds import flusher
 from runs.follow import follower
+from runs.lock import lock_renew
+from runs.models import Run
+from runs.recovery import checkpoint_write, expired_lease_sweep
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -186,7 +191,7 @@ class Watcher:
             try:
                 await self.tick()
             except Exception as exc:  # noqa: BLE001 - a failed tick must not kill the watcher
-                _log_failure("Run watcher tick failed", exc)
+                log_db_failure("Run watcher tick failed", exc)
 
     async def tick(self) -> None:
         """One round: renew, poll for cancels, checkpoint, sweep expired leases (one statement each)."""
@@ -213,11 +218,6 @@ class Watcher:
 
 
 def _renew_and_poll(run_ids: list[str]) -> list[str]:
-    from django.db import close_old_connections
-
-    from runs.lock import lock_renew
-    from runs.models import Run
-
     try:
         lock_renew(run_ids=run_ids)
         return list(Run.objects.filter(id__in=run_ids, cancel_requested=True).values_list("id", flat=True))
@@ -235,11 +235,6 @@ def _tick_in_db(run_ids: list[str], checkpoints: dict[str, tuple[str, str]],
     Closes its connections at the end of every tick, so that an idle process holds none and a
     connection that an outage broke is never reused (with a connection pool that is a return to it).
     """
-    from django.db import connections
-
-    from runs.event_log import log_cleanup
-    from runs.recovery import checkpoint_write, expired_lease_sweep
-
     try:
         flagged = _renew_and_poll(run_ids) if run_ids else []
         # Each part stands alone: a checkpoint that fails must not stop the sweep, nor lose the cancels.
@@ -248,29 +243,19 @@ def _tick_in_db(run_ids: list[str], checkpoints: dict[str, tuple[str, str]],
             checkpoint_write(checkpoints=checkpoints)
         except Exception as exc:  # noqa: BLE001 - logged; the next tick tries again
             written = False
-            _log_failure("Run watcher: checkpoints failed", exc)
+            log_db_failure("Run watcher: checkpoints failed", exc)
         try:
             expired_lease_sweep()
         except Exception as exc:  # noqa: BLE001 - logged; the next tick sweeps again
-            _log_failure("Run watcher: the expired-lease sweep failed", exc)
+            log_db_failure("Run watcher: the expired-lease sweep failed", exc)
         if cleanup:
             try:
                 log_cleanup()
             except Exception as exc:  # noqa: BLE001 - logged; a later tick cleans up
-                _log_failure("Run watcher: removing old run events failed", exc)
+                log_db_failure("Run watcher: removing old run events failed", exc)
         return flagged, written
     finally:
         connections.close_all()
-
-
-def _log_failure(what: str, exc: Exception) -> None:
-    from core.problems import is_database_unavailable
-
-    if is_database_unavailable(exc):
-        # Expected during an outage, several times a second: one line, no trace.
-        log.warning("%s: database unavailable (%s)", what, type(exc).__name__)
-    else:
-        log.error(what, exc_info=exc)
 
 
 watcher = Watcher()

@@ -9,11 +9,14 @@ the rows of runs that ended more than RUN_REPLAY_SECONDS ago.
 """
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timedelta
 
+import psycopg
 from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
+from psycopg.conninfo import make_conninfo
 
 from runs.models import Run, RunEvent
 
@@ -101,17 +104,11 @@ class LogConnection:
     async def close(self) -> None:
         """Closes the connection if this event loop opened it (its tasks are being cancelled: the
         loop is ending, as at the end of an in-process test)."""
-        import asyncio
-
         if self._conn is not None and self._loop is asyncio.get_running_loop():
             conn, self._conn = self._conn, None
             await conn.close()
 
     async def _execute(self, sql: str, params: list) -> list[tuple]:
-        import asyncio
-
-        import psycopg  # PostgreSQL installs only
-
         loop = asyncio.get_running_loop()
         if self._conn is None or self._conn.closed or self._loop is not loop:
             self._conn = await psycopg.AsyncConnection.connect(_conninfo(), autocommit=True, prepare_threshold=None)
@@ -129,8 +126,6 @@ class LogConnection:
 
 
 def _conninfo() -> str:
-    from psycopg.conninfo import make_conninfo
-
     db = settings.DATABASES["default"]
     parts = {"dbname": db.get("NAME"), "user": db.get("USER"), "password": db.get("PASSWORD"),
              "host": db.get("HOST"), "port": db.get("PORT")}

@@ -8,7 +8,7 @@ from django.views.decorators.http import require_http_methods
 from core.db import db_call
 from core.problems import Problem, response_for, validation_error
 from core.sse import sse_response
-from projects.auth import aresolve_principal
+from projects.auth import principal_aresolve
 from runs import selectors
 from runs.feeds import flusher
 from runs.follow import events_follow
@@ -20,7 +20,7 @@ MAX_SEQ = 2**31 - 1  # the log's column is a 32-bit integer
 async def run_events(request: HttpRequest, thread_id: str, run_id: str) -> HttpResponse:
     try:
         after = _after(request)
-        principal = await aresolve_principal(request)
+        principal = await principal_aresolve(request)
         facts = await db_call(selectors.run_replay_get, principal=principal, thread_id=thread_id, run_id=run_id,
                               user_key_raw=request.GET.get("userKey"))
         _check_not_future(facts, after)

@@ -29,7 +29,8 @@ from ag_ui.core import BaseEvent, CustomEvent, RunErrorEvent, RunFinishedEvent
 from django.conf import settings
 from django.db import connection
 
-from core.db import db_call
+from core.db import db_call, log_db_failure
+from runs.event_log import log_connection, log_write
 from runs.sse import encode_event, merge_encoded
 
 log = logging.getLogger(__name__)
@@ -220,8 +221,6 @@ class Flusher:
         try:
             await self._run()
         finally:
-            from runs.event_log import log_connection
-
             await log_connection.close()
 
     async def _run(self) -> None:
@@ -236,15 +235,13 @@ class Flusher:
             try:
                 await self.flush()
             except Exception as exc:  # noqa: BLE001 - the events stay in memory; the next round retries
-                from runs.control import _log_failure
 
-                _log_failure("Run events: writing the event log failed", exc)
+                log_db_failure("Run events: writing the event log failed", exc)
                 await asyncio.sleep(settings.RUN_WATCH_INTERVAL)
                 self._dirty.set()
 
     async def flush(self) -> None:
         """Writes the new events of every feed in one statement, then lets the feeds drop them."""
-        from runs.event_log import log_connection, log_write
 
         batch: dict[str, int] = {}
         rows: list[tuple[str, int, str, bool]] = []

@@ -17,11 +17,11 @@ import asyncio
 import contextvars
 import logging
 
+import psycopg
 from django.conf import settings
-
 from django.db import connection
 
-from core.db import db_call
+from core.db import db_call, log_db_failure
 from runs.event_log import CHANNEL, log_connection, log_read
 from runs.feeds import Feed, flusher, frame, read
 
@@ -82,9 +82,7 @@ class Follower:
             try:
                 events, over = await log_connection.poll(cursors)
             except Exception as exc:  # noqa: BLE001 - the watcher's next tick asks again
-                from runs.control import _log_failure
-
-                _log_failure("Run events: reading the event log failed", exc)
+                log_db_failure("Run events: reading the event log failed", exc)
                 continue
             for run_id, rows in events.items():
                 mirror = self.mirrors.get(run_id)
@@ -97,8 +95,6 @@ class Follower:
                     mirror.end()
 
     async def _listen_loop(self) -> None:
-        import psycopg
-
         while True:
             try:
                 async with await psycopg.AsyncConnection.connect(settings.DATABASE_LISTEN_URL,

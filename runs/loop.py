@@ -81,7 +81,7 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
         for _ in range(MAX_STEPS):
             persisted = None  # a cancel from here on leaves the previous, finished step alone
             control.check()
-            step = control.step = Step(message_id=services.new_message_id(), toolbox=toolbox)
+            step = control.step = Step(message_id=services.message_id_new(), toolbox=toolbox)
             async for event in _model_step(step, messages, started, provider, control):
                 yield event
             await db_call(services.step_persist, thread=thread, run=run, message_id=step.message_id,
@@ -229,7 +229,7 @@ async def _save_partial(started: StartedRun, step: Step | None, cancelled: bool,
             await db_call(services.message_mark_cancelled, message_id=persisted.message_id)
             return
         step_content: list[dict] = []
-        message_id = services.new_message_id()
+        message_id = services.message_id_new()
     else:
         step.cancel()
         step_content, message_id = step.content(), step.message_id

@@ -256,5 +256,5 @@ def run_cancel_request(*, principal: Principal, thread_id: str, run_id: str, use
         raise Problem(404, "RUN_NOT_FOUND", f"Run {run_id} is not the thread's active run.")
 
 
-def new_message_id() -> str:
+def message_id_new() -> str:
     return new_id("msg")

@@ -1,6 +1,7 @@
 from django.urls import path
 
-from runs import agui_views, events_views, views
+from runs import events_views, views
+from runs.agui import views as agui_views
 
 urlpatterns = [
     path("threads/runs", views.create_thread_run, name="thread-runs"),

@@ -20,7 +20,7 @@ from core.input_guard import request_json
 from core.problems import Problem, response_for
 from core.sse import sse_response
 from core.validation import parse_body
-from projects.auth import aresolve_principal
+from projects.auth import principal_aresolve
 from providers import get_provider
 from runs import services
 from runs.control import RunControl, watcher
@@ -45,7 +45,7 @@ async def create_run(request: HttpRequest, thread_id: str) -> HttpResponse:
 
 async def _start(request: HttpRequest, thread_id: str | None) -> HttpResponse:
     try:
-        principal = await aresolve_principal(request)
+        principal = await principal_aresolve(request)
         model = wire.CreateThreadWithRunBody if thread_id is None else wire.CreateRunBody
         body = parse_body(model, request_json(request))
         started = await run_start_shielded(services.run_start, principal=principal, body=body, thread_id=thread_id)
@@ -59,7 +59,7 @@ async def _start(request: HttpRequest, thread_id: str | None) -> HttpResponse:
 
 def stream_run(started: services.StartedRun, adapt=None) -> StreamingHttpResponse:
     """The SSE answer streaming the advance loop of a started run; `adapt`, if given, maps its events
-    (the AG-UI endpoint's, runs/agui_views.py).
+    (the AG-UI endpoint's, runs/agui/views.py).
 
     The events go through the run's feed (runs/feeds.py), which numbers them: this answer is one reader
     of it. A /v1 run's feed is also written to the event log, for the events route; an AG-UI run's
@@ -160,7 +160,7 @@ async def _write(feed: Feed, producer: asyncio.Task, control: RunControl, readin
 @require_http_methods(["DELETE"])
 async def cancel_run(request: HttpRequest, thread_id: str, run_id: str) -> HttpResponse:
     try:
-        principal = await aresolve_principal(request)
+        principal = await principal_aresolve(request)
         await db_call(services.run_cancel_request, principal=principal, thread_id=thread_id, run_id=run_id,
                       user_key_raw=request.GET.get("userKey"))
     except Problem as problem:

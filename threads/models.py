@@ -47,7 +47,7 @@ class Thread(models.Model):
     last_run_cancelled = models.BooleanField(null=True, blank=True)
     last_run_error = models.JSONField(null=True, blank=True)
     status_message = models.CharField(max_length=500, null=True, blank=True)
-    # The AG-UI client's own `threadId` for a thread driven through POST /v1/agui (runs/agui.py), and
+    # The AG-UI client's own `threadId` for a thread driven through POST /v1/agui (runs/agui/protocol.py), and
     # the AG-UI state it last sent, echoed back as STATE_SNAPSHOT at the start of every AG-UI run.
     external_id = models.CharField(max_length=200, null=True, blank=True)
     agui_state = models.JSONField(null=True, blank=True)
@@ -102,7 +102,7 @@ class Message(models.Model):
     component_state = models.JSONField(default=dict, blank=True)
     metadata = models.JSONField(null=True, blank=True)
     additional_context = models.JSONField(null=True, blank=True)
-    # The id an AG-UI client gave this message, so history it sends again is recognised (runs/agui.py).
+    # The id an AG-UI client gave this message, so history it sends again is recognised (runs/agui/protocol.py).
     external_id = models.CharField(max_length=200, null=True, blank=True)
     created_at = models.DateTimeField(default=now_unique)
 

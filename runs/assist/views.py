@@ -15,7 +15,7 @@ from core.db import db_call
 from core.input_guard import request_json
 from core.problems import Problem, response_for
 from core.validation import int_param, parse_body
-from projects.auth import Principal, aresolve_principal
+from projects.auth import Principal, principal_aresolve
 from runs.assist.names import thread_name_generate
 from runs.assist.suggestions import suggestion_generate, suggestion_list
 from threads.presenters import named_thread_to_wire, suggestion_to_wire
@@ -48,7 +48,7 @@ def _json_object(request: HttpRequest) -> dict:
 @require_http_methods(["POST"])
 async def generate_name(request: HttpRequest, thread_id: str) -> HttpResponse:
     try:
-        principal = await aresolve_principal(request)
+        principal = await principal_aresolve(request)
         user_key = principal.user_key(_query_user_key(request))
         thread = await thread_name_generate(project=principal.project, user_key=user_key, thread_id=thread_id)
     except Problem as problem:
@@ -87,7 +87,7 @@ async def _suggestions(request: HttpRequest, thread_id: str, message_id: str, *,
                        cursor: str | None) -> tuple[list, str | None, bool]:
     """POST generates the message's suggestions (the whole new set, one page); GET lists a page of the
     stored ones. Returns (rows, next cursor, has more); raises Problem."""
-    principal = await aresolve_principal(request)
+    principal = await principal_aresolve(request)
     scope = {"project": principal.project, "thread_id": thread_id, "message_id": message_id}
     if request.method == "POST":
         return await _generate(request, principal, scope), None, False

@@ -15,7 +15,7 @@ from ag_ui.core import (
     ToolCallResultEvent,
 )
 
-from runs.agui import agui_events, client_tools, model_context, plan_turn
+from runs.agui.protocol import agui_events, client_tools, model_context, plan_turn
 from runs.sse import encode_event
 from core.problems import Problem
 from core.validation import parse_body

@@ -4,7 +4,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from projects.models import Project
-from projects.user_tokens import settings_errors
+from projects.user_tokens import user_token_settings_errors
 
 
 class Command(BaseCommand):
@@ -35,7 +35,7 @@ class Command(BaseCommand):
         values = {"user_token_hs256_secret": hs256_secret or "", "user_token_public_key": public_key,
                   "user_token_jwks_url": jwks_url or "", "user_token_issuer": issuer,
                   "user_token_audience": audience, "user_token_claim": user_claim}
-        errors = settings_errors(hs256_secret=values["user_token_hs256_secret"], public_key=public_key,
+        errors = user_token_settings_errors(hs256_secret=values["user_token_hs256_secret"], public_key=public_key,
                                  jwks_url=values["user_token_jwks_url"], claim=user_claim)
         if errors:
             raise CommandError(" ".join(sorted(set(errors.values()))))

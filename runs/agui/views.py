@@ -1,7 +1,7 @@
 """`POST /v1/agui`: a generic AG-UI client (`@ag-ui/client` HttpAgent…) drives a thread (spec section 13).
 
 Decode and check the `RunAgentInput`, start the run through the same lock and storage as /v1, then
-stream the same advance loop, its events mapped to plain AG-UI (runs/agui.py).
+stream the same advance loop, its events mapped to plain AG-UI (runs/agui/protocol.py).
 """
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from django.views.decorators.http import require_http_methods
 from core.input_guard import request_json
 from core.problems import Problem, response_for
 from core.validation import parse_body
-from projects.auth import aresolve_principal
-from runs.agui import agui_events
-from runs.agui_services import agui_run_start
+from projects.auth import principal_aresolve
+from runs.agui.protocol import agui_events
+from runs.agui.services import agui_run_start
 from runs.views import run_start_shielded, stream_run
 
 
@@ -25,7 +25,7 @@ from runs.views import run_start_shielded, stream_run
 @require_http_methods(["POST"])
 async def agui_run(request: HttpRequest) -> HttpResponse:
     try:
-        principal = await aresolve_principal(request)
+        principal = await principal_aresolve(request)
         run_input = parse_body(RunAgentInput, request_json(request))
         started = await run_start_shielded(agui_run_start, principal=principal, run_input=run_input)
     except Problem as problem:

@@ -17,7 +17,7 @@ from clientsdk import wire
 from core.problems import Problem, validation_error
 from projects.auth import Principal
 from projects.models import Project
-from runs import agui
+from runs.agui import protocol as agui
 from runs.lock import lock_take
 from runs.models import Run
 from runs.services import ABANDONED_TEXT, StartedRun, _check_tool_results, _request_params
