@@ -4,6 +4,7 @@ looking for a file that was not there)."""
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -20,12 +21,17 @@ NOT_OURS = {
 
 
 def _scanned_files() -> list[Path]:
+    # The repository's own files: tracked, or new and not ignored. Build output (the React app's
+    # bundle, egg-info) is ignored by git and names files of node_modules that are not ours.
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, text=True, check=True).stdout.splitlines()
     files = []
-    for path in ROOT.rglob("*"):
-        parts = set(path.relative_to(ROOT).parts)
+    for name in listed:
+        path = ROOT / name
         if path == Path(__file__).resolve():
             continue  # names missing files on purpose
-        if path.is_file() and not parts & SKIPPED_DIRS and (path.suffix in SCANNED or path.parent.name == "bin"):
+        if (path.is_file() and not set(Path(name).parts) & SKIPPED_DIRS
+                and (path.suffix in SCANNED or path.parent.name == "bin")):
             files.append(path)
     return files
 
