@@ -43,6 +43,9 @@ AWAITING_INPUT = "tambo.run.awaiting_input"
 COMPONENT_START = "tambo.component.start"
 COMPONENT_PROPS_DELTA = "tambo.component.props_delta"
 COMPONENT_END = "tambo.component.end"
+# Resumable runs (spec section 12): the last event of a reader that fell behind, with no `id:` line;
+# `value.lastEventId` is where to resume.
+STREAM_LAGGED = "tambo.stream.lagged"
 
 
 # --- Content blocks --------------------------------------------------------------------------------

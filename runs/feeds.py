@@ -29,13 +29,13 @@ from ag_ui.core import BaseEvent, CustomEvent, RunErrorEvent, RunFinishedEvent
 from django.conf import settings
 from django.db import connection
 
+from clientsdk import wire
 from core.db import db_call, log_db_failure
 from runs.event_log import log_connection, log_write
 from runs.sse import encode_event, merge_encoded
 
 log = logging.getLogger(__name__)
 
-LAGGED_EVENT = "tambo.stream.lagged"
 MORE, DONE, LAGGED = "more", "done", "lagged"
 
 
@@ -45,7 +45,7 @@ def frame(seq: int, data: bytes) -> bytes:
 
 
 def lagged_frame(last_seq: int) -> bytes:
-    return encode_event(CustomEvent(name=LAGGED_EVENT, value={"lastEventId": last_seq}))
+    return encode_event(CustomEvent(name=wire.STREAM_LAGGED, value={"lastEventId": last_seq}))
 
 
 def _is_final(event: BaseEvent | None) -> bool:

@@ -14,6 +14,7 @@ from typing import AsyncIterator
 from ag_ui.core import (BaseEvent, CustomEvent, RunErrorEvent, RunFinishedEvent, RunFinishedSuccessOutcome,
                         RunStartedEvent, ToolCallResultEvent)
 
+from clientsdk import wire
 from core.db import db_call
 from core.problems import is_database_unavailable
 from providers.base import ModelError, ModelRequest, Provider, StepEnd
@@ -213,7 +214,7 @@ async def _pause(started: StartedRun, control: RunControl, pending: list[Call]) 
         # pending, so the client must not answer these calls.
         yield _lost_lock()
         return
-    yield CustomEvent(name="tambo.run.awaiting_input", value={"pendingToolCalls": [
+    yield CustomEvent(name=wire.AWAITING_INPUT, value={"pendingToolCalls": [
         {"toolCallId": c.id, "toolName": c.name, "arguments": c.arguments or "{}"} for c in pending]})
     yield RunFinishedEvent(thread_id=thread.id, run_id=run.id,
                            outcome=RunFinishedSuccessOutcome(pending_tool_call_ids=ids))

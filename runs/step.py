@@ -11,6 +11,7 @@ from typing import Any, Iterator
 from ag_ui.core import (BaseEvent, CustomEvent, TextMessageContentEvent, TextMessageEndEvent,
                         TextMessageStartEvent, ToolCallArgsEvent, ToolCallEndEvent, ToolCallStartEvent)
 
+from clientsdk import wire
 from core.ids import new_id
 from providers.base import TextDelta, ToolCallDelta
 from runs.toolbox import Toolbox
@@ -74,7 +75,7 @@ class Step:
             if call.kind == "component":
                 call.component_id = new_id("comp")
                 call.props = PropsStream()
-                yield CustomEvent(name="tambo.component.start", value={
+                yield CustomEvent(name=wire.COMPONENT_START, value={
                     "messageId": self.message_id, "componentId": call.component_id,
                     "componentName": self.toolbox.components[name].name})
             else:
@@ -86,7 +87,7 @@ class Step:
         if call.props is not None:
             operations = call.props.feed(delta.arguments)
             if operations:
-                yield CustomEvent(name="tambo.component.props_delta",
+                yield CustomEvent(name=wire.COMPONENT_PROPS_DELTA,
                                   value={"componentId": call.component_id, "operations": operations})
         else:
             yield ToolCallArgsEvent(tool_call_id=call.id, delta=delta.arguments)
@@ -112,9 +113,9 @@ class Step:
             except ValueError:
                 call.final_props, operations = call.props.props, []
             if operations:
-                yield CustomEvent(name="tambo.component.props_delta",
+                yield CustomEvent(name=wire.COMPONENT_PROPS_DELTA,
                                   value={"componentId": call.component_id, "operations": operations})
-            yield CustomEvent(name="tambo.component.end", value={"componentId": call.component_id})
+            yield CustomEvent(name=wire.COMPONENT_END, value={"componentId": call.component_id})
 
     def cancel(self) -> None:
         """Freezes a cancelled step: components keep the props seen so far."""
