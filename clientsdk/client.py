@@ -235,12 +235,12 @@ class Client:
         """The wire body of one run request, with fresh context and after the before_run hooks.
 
         Raises pydantic.ValidationError (a ValueError) for a body the server would refuse."""
-        validated = wire.InputMessage.model_validate(message)
         context = self._evaluate_context(additional_context)
         if context:
-            validated = validated.model_copy(update={"additional_context": context})
+            message = {**message, "additionalContext": context}
+        # Validated once, with the whole body (run_body).
         body = run_body(
-            validated, user_key=self.user_key, new_thread=new_thread, thread_metadata=thread_metadata,
+            message, user_key=self.user_key, new_thread=new_thread, thread_metadata=thread_metadata,
             previous_run_id=previous_run_id, tool_choice=tool_choice, model=model, max_tokens=max_tokens,
             temperature=temperature, run_metadata=run_metadata, on_disconnect=on_disconnect,
             tools=[t.declaration() for t in self._tools.values()] or None,
