@@ -22,24 +22,24 @@ export async function* readSSEEvents(response, signal, { keepTail = false } = {}
       const held = buffer.endsWith("\r") ? 1 : 0;
       const lines = buffer.slice(0, buffer.length - held).split(/\r\n|\r|\n/);
       buffer = lines.pop() + buffer.slice(buffer.length - held);
-      for (const line of lines) {
-        for (const event of parser(line)) {
-          if (event === DONE) return;
-          yield event;
-        }
-      }
-    }
-    if (!keepTail) return;
-    buffer += decoder.decode();
-    for (const line of [...buffer.split(/\r\n|\r|\n/), ""]) {
-      for (const event of parser(line)) {
+      for (const event of eventsOf(parser, lines)) {
         if (event === DONE) return;
         yield event;
       }
     }
+    if (!keepTail) return;
+    buffer += decoder.decode();
+    for (const event of eventsOf(parser, [...buffer.split(/\r\n|\r|\n/), ""])) {
+      if (event === DONE) return;
+      yield event;
+    }
   } finally {
     reader.cancel().catch(() => {});
   }
+}
+
+function* eventsOf(parser, lines) {
+  for (const line of lines) yield* parser(line);
 }
 
 // Yields the data of each event (the completions stream, which ignores ids).
