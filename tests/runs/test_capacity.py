@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import require_part
 from tests.support.live import LiveServer
 from tests.support.many_streams import Sampler, run_streams
-from tests.support.pg_cluster import PgCluster, pg_bin
+from tests.support.pg_cluster import migrated_cluster, pg_bin
 
 POOL_SIZE = 8
 STREAMS = 150
@@ -32,11 +32,8 @@ def thread_count(pid: int) -> int:
 @pytest.fixture(scope="module")
 def small_postgres():
     require_part(pg_bin() is not None, "PostgreSQL 15 server binaries (apt-get install postgresql-15)")
-    cluster = PgCluster(max_connections=100)
-    try:
-        yield cluster, cluster.migrate_and_key()
-    finally:
-        cluster.stop()
+    with migrated_cluster(max_connections=100) as found:
+        yield found
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import requests
 
 from tests.conftest import Api, require_part
 from tests.support.live import LiveServer
-from tests.support.pg_cluster import PgCluster, pg_bin
+from tests.support.pg_cluster import PgCluster, migrated_cluster, pg_bin
 from tests.support.sse import iter_frames, read_frames
 
 LONG = "Tell me everything about it. " * 25  # ~65 deltas, 10 ms apart
@@ -21,11 +21,8 @@ LONG = "Tell me everything about it. " * 25  # ~65 deltas, 10 ms apart
 @pytest.fixture(scope="module")
 def cluster():
     require_part(pg_bin() is not None, "PostgreSQL 15 server binaries (apt-get install postgresql-15)")
-    cluster = PgCluster(options="-c log_statement=all -c log_min_messages=log")
-    try:
-        yield cluster, cluster.migrate_and_key()
-    finally:
-        cluster.stop()
+    with migrated_cluster(options="-c log_statement=all -c log_min_messages=log") as found:
+        yield found
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from contextlib import contextmanager
+from typing import Iterator
 
 from tests.support.live import ROOT, free_port
 
@@ -98,3 +100,14 @@ class PgCluster:
             _as_pg(f"{self.bin}/pg_ctl -D {shlex.quote(self.dir + '/data')} -m immediate stop")
         finally:
             shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@contextmanager
+def migrated_cluster(**options) -> Iterator[tuple[PgCluster, str]]:
+    """A throwaway cluster (`PgCluster(**options)`), migrated, with a project key: (cluster, key);
+    stopped afterwards."""
+    cluster = PgCluster(**options)
+    try:
+        yield cluster, cluster.migrate_and_key()
+    finally:
+        cluster.stop()
