@@ -3,8 +3,9 @@
     bin/bench [--deltas 200 2000] [--repeat 15]
     bin/bench pipeline [--repeat 3] | concurrency N [--delay 0.1] [--pool 10] | per-run [--runs 50]
     bin/bench resume [--runs 100] [--delay 0.05]
+    bin/bench props [--repeat 5]
 
-The named scenarios are in bench/capacity.py and bench/resume.py.
+The named scenarios are in bench/capacity.py, bench/resume.py and bench/props.py.
 
 Starts the real app under uvicorn (SQLite in a temporary directory, the offline model's
 `!stream N` rule: N deltas with no delay) and the bare ASGI app of bench/baseline_app.py that
@@ -80,6 +81,7 @@ def scenario(argv: list[str]) -> None:
     resume = sub.add_parser("resume")
     resume.add_argument("--runs", type=int, default=100)
     resume.add_argument("--delay", type=float, default=0.05)
+    sub.add_parser("props").add_argument("--repeat", type=int, default=5)
     args = parser.parse_args(argv)
     print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f} at the start")
     if args.name == "pipeline":
@@ -90,13 +92,17 @@ def scenario(argv: list[str]) -> None:
         from bench.resume import resume as resume_bench
 
         resume_bench(args.runs, args.delay)
+    elif args.name == "props":
+        from bench.props import props as props_bench
+
+        props_bench(args.repeat)
     else:
         capacity.per_run(args.runs)
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
 
 
 def main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] in ("pipeline", "concurrency", "per-run", "resume"):
+    if len(sys.argv) > 1 and sys.argv[1] in ("pipeline", "concurrency", "per-run", "resume", "props"):
         scenario(sys.argv[1:])
         return
     parser = argparse.ArgumentParser()

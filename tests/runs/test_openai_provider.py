@@ -322,7 +322,8 @@ async def _stop_a_stalled_stream(fake: FakeOpenAI, how: str) -> float:
 
 @pytest.mark.parametrize("how", ["aclose", "cancel"])
 def test_stopping_a_stalled_stream_aborts_the_request_at_once(fake_openai, how):
-    assert asyncio.run(_stop_a_stalled_stream(fake_openai, how)) < 0.5
+    # Far below the 30 s stall: the request is aborted, not waited out (a bound, not a speed target).
+    assert asyncio.run(_stop_a_stalled_stream(fake_openai, how)) < 5
 
 
 # --- small pure pieces ---
@@ -370,4 +371,4 @@ def test_fake_stop_ends_a_stall_promptly():
         fake.stop()
         while conn.recv(4096):
             pass  # The server closes the connection once the stall ends.
-        assert time.monotonic() - started < 1
+        assert time.monotonic() - started < 5  # not the 30 s stall

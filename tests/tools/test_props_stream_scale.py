@@ -1,44 +1,64 @@
 """A large component's props stream in linear time with no long pause (spec section 8).
 
-Budgets are CPU time (`time.process_time`), generous against what the incremental parser needs
-(about 0.3 s in all and 3 ms at worst for 200 KB in 8-byte fragments when written); re-parsing
-and re-diffing the whole document per fragment took minutes in all and ~50 ms per fragment.
+The test counts work instead of timing it (timings are `bin/bench props`): the Python function
+calls that each `feed` makes, counted with `sys.setprofile`, for the same kind of document at two
+sizes. Incremental parsing and diffing cost each fragment the same whatever came before it, so the
+busiest fragment of a document ten times larger makes no more calls, and the calls in all grow ten
+times. Re-parsing or re-diffing the whole document per fragment (what this replaced) makes both
+grow with the document.
 """
 from __future__ import annotations
 
-import gc
 import json
-import time
+import sys
 
 import jsonpatch
 
+from bench.props import document
 from tools.props_stream import PropsStream
 
-DOCUMENT = {"title": "t" * 1000, "rows": [
-    {"name": f"row {i}", "value": i, "ratio": i / 7, "tags": ["a", "b"], "text": "lorem ipsum \\n \u00e9 " * 4}
-    for i in range(1300)]}
+FRAGMENT = 8
 
 
-def test_a_200_kb_document_streams_in_well_under_a_second_of_cpu_without_a_long_pause():
-    text = json.dumps(DOCUMENT)
-    assert len(text) > 200_000
+def _stream_counting_calls(text: str) -> tuple[dict, list[dict], list[int]]:
+    """(final props, every operation sent, Python calls made by each feed and by finish)."""
+    calls = 0
+
+    def count(frame, event, arg):
+        nonlocal calls
+        if event == "call":
+            calls += 1
+
     stream = PropsStream()
     sent: list[dict] = []
-    worst = 0.0
-    # The cyclic collector's pauses depend on the whole test process's heap, not on this code.
-    gc.disable()
-    began = time.process_time()
-    for i in range(0, len(text), 8):
-        before = time.process_time()
-        sent += stream.feed(text[i:i + 8])
-        worst = max(worst, time.process_time() - before)
-    before = time.process_time()
-    final, operations = stream.finish()
-    worst = max(worst, time.process_time() - before)
-    spent = time.process_time() - began
-    gc.enable()
+    per_feed: list[int] = []
+    sys.setprofile(count)
+    try:
+        for i in range(0, len(text), FRAGMENT):
+            calls = 0
+            sent += stream.feed(text[i:i + FRAGMENT])
+            per_feed.append(calls)
+        calls = 0
+        final, operations = stream.finish()
+        per_feed.append(calls)
+    finally:
+        sys.setprofile(None)
+    return final, sent + operations, per_feed
 
-    assert final == DOCUMENT
-    assert jsonpatch.apply_patch({}, sent + operations) == DOCUMENT
-    assert spent < 1.5, spent
-    assert worst < 0.02, worst
+
+def test_a_200_kb_document_streams_with_constant_work_per_fragment():
+    small_doc, large_doc = document(130), document(1300)
+    small_text, large_text = json.dumps(small_doc), json.dumps(large_doc)
+    assert len(large_text) > 200_000
+
+    small_final, small_ops, small_calls = _stream_counting_calls(small_text)
+    large_final, large_ops, large_calls = _stream_counting_calls(large_text)
+
+    assert small_final == small_doc and large_final == large_doc
+    assert jsonpatch.apply_patch({}, small_ops) == small_doc
+    assert jsonpatch.apply_patch({}, large_ops) == large_doc
+    # The busiest fragment: the same work at either size (a whole-document step would be ~10x).
+    assert max(large_calls) <= max(small_calls) * 1.2, (max(small_calls), max(large_calls))
+    # In all: linear, ten times the text for about ten times the calls (quadratic would be ~100x).
+    ratio = sum(large_calls) / sum(small_calls)
+    assert 8 < ratio < 12, ratio
