@@ -12,10 +12,10 @@ Only events the run produced after the reader had joined count (not its replay).
 from __future__ import annotations
 
 import asyncio
+import json
 import statistics
 import time
 
-import httpx
 import psycopg
 
 from bench.capacity import cpu_seconds, prepare
@@ -28,11 +28,54 @@ def _body(text: str) -> dict:
             "message": {"role": "user", "content": [{"type": "text", "text": text}]}}
 
 
-async def _arrivals(response: httpx.Response) -> dict[int, float]:
+class _Response:
+    """A streaming HTTP/1.1 answer read straight off a socket. The bench client shares the server's
+    two cores, so it reads as cheaply as it can (an HTTP library cost it more CPU than both servers)."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, status: int,
+                 headers: dict[str, str]):
+        self.reader, self.writer, self.status, self.headers = reader, writer, status, headers
+
+    async def chunks(self):
+        chunked = self.headers.get("transfer-encoding", "").lower() == "chunked"
+        try:
+            while True:
+                if not chunked:
+                    data = await self.reader.read(65536)
+                    if not data:
+                        return
+                    yield data
+                    continue
+                size = int((await self.reader.readline()).split(b";")[0], 16)
+                if not size:
+                    return
+                data = await self.reader.readexactly(size + 2)
+                yield data[:-2]
+        finally:
+            self.writer.close()
+
+
+async def _request(url: str, method: str, path: str, key: str, body: dict | None = None) -> _Response:
+    host, port = url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    payload = json.dumps(body).encode() if body is not None else b""
+    writer.write(f"{method} {path} HTTP/1.1\r\nHost: {host}\r\nx-api-key: {key}\r\nConnection: close\r\n"
+                 f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n".encode() + payload)
+    status = int((await reader.readline()).split()[1])
+    headers = {}
+    while (line := await reader.readline()) not in (b"\r\n", b""):
+        name, _, value = line.decode().partition(":")
+        headers[name.strip().lower()] = value.strip()
+    if status != 200:
+        raise SystemExit(f"{method} {path}: HTTP {status}")
+    return _Response(reader, writer, status, headers)
+
+
+async def _arrivals(response: _Response) -> dict[int, float]:
     """{event id: when it arrived} for a streaming answer, to its end."""
     seen: dict[int, float] = {}
     buffer = b""
-    async for chunk in response.aiter_raw():
+    async for chunk in response.chunks():
         now = time.perf_counter()
         buffer += chunk
         while b"\n\n" in buffer:
@@ -42,20 +85,16 @@ async def _arrivals(response: httpx.Response) -> dict[int, float]:
     return seen
 
 
-async def _reader(client: httpx.AsyncClient, thread_id: str, run_id: str) -> tuple[float, dict[int, float]]:
-    async with client.stream("GET", f"/v1/threads/{thread_id}/runs/{run_id}/events",
-                             params={"userKey": "bench"}) as response:
-        response.raise_for_status()
-        joined = time.perf_counter()
-        return joined, await _arrivals(response)
+async def _reader(url: str, key: str, thread_id: str, run_id: str) -> tuple[float, dict[int, float]]:
+    response = await _request(url, "GET", f"/v1/threads/{thread_id}/runs/{run_id}/events?userKey=bench", key)
+    return time.perf_counter(), await _arrivals(response)
 
 
-async def _one_run(a: httpx.AsyncClient, b: httpx.AsyncClient, text: str):
-    async with a.stream("POST", "/v1/threads/runs", json=_body(text)) as response:
-        response.raise_for_status()
-        thread_id, run_id = response.headers["x-thread-id"], response.headers["x-run-id"]
-        readers = [asyncio.create_task(_reader(client, thread_id, run_id)) for client in (a, b)]
-        own = await _arrivals(response)
+async def _one_run(url_a: str, url_b: str, key: str, text: str):
+    response = await _request(url_a, "POST", "/v1/threads/runs", key, _body(text))
+    thread_id, run_id = response.headers["x-thread-id"], response.headers["x-run-id"]
+    readers = [asyncio.create_task(_reader(url, key, thread_id, run_id)) for url in (url_a, url_b)]
+    own = await _arrivals(response)
     same, other = await asyncio.gather(*readers)
     return own, same, other
 
@@ -146,15 +185,11 @@ def resume(runs: int, delay: float) -> None:
 
 
 async def _drive(cluster: PgCluster, url_a: str, url_b: str, key: str, runs: int):
-    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
-    headers = {"x-api-key": key}
     text = "Tell me about resumable streams, please. " * 8  # ~30 deltas
-    async with httpx.AsyncClient(base_url=url_a, headers=headers, limits=limits, timeout=120) as a, \
-            httpx.AsyncClient(base_url=url_b, headers=headers, limits=limits, timeout=120) as b:
-        await _one_run(a, b, "warm up")
-        offset, xacts = cluster.log_size(), _xacts(cluster.url)
-        began = time.perf_counter()
-        results = await asyncio.gather(*[_one_run(a, b, text) for _ in range(runs)])
-        wall = time.perf_counter() - began
-        statements, event_log = _log_statements(cluster, offset)
-        return results, wall, statements, event_log, _xacts(cluster.url) - xacts - 1
+    await _one_run(url_a, url_b, key, "warm up")
+    offset, xacts = cluster.log_size(), _xacts(cluster.url)
+    began = time.perf_counter()
+    results = await asyncio.gather(*[_one_run(url_a, url_b, key, text) for _ in range(runs)])
+    wall = time.perf_counter() - began
+    statements, event_log = _log_statements(cluster, offset)
+    return results, wall, statements, event_log, _xacts(cluster.url) - xacts - 1
