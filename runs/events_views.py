@@ -2,6 +2,7 @@
 (spec section 12), from whichever process; the frames are the run's own stream's, ids included."""
 from __future__ import annotations
 
+from django.db import connection
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_http_methods
 
@@ -11,7 +12,7 @@ from core.sse import sse_response
 from projects.auth import principal_aresolve
 from runs import selectors
 from runs.feeds import flusher
-from runs.follow import events_follow
+from runs.follow import events_follow, log_reaches
 
 MAX_SEQ = 2**31 - 1  # the log's column is a 32-bit integer
 
@@ -22,8 +23,8 @@ async def run_events(request: HttpRequest, thread_id: str, run_id: str) -> HttpR
         after = _after(request)
         principal = await principal_aresolve(request)
         facts = await db_call(selectors.run_replay_get, principal=principal, thread_id=thread_id, run_id=run_id,
-                              user_key_raw=request.GET.get("userKey"))
-        _check_not_future(facts, after)
+                              user_key_raw=request.GET.get("userKey"), after=after)
+        after = await _replay_from(facts, after)
     except Problem as problem:
         return response_for(problem, request.path)
     response = sse_response(events_follow(run_id, after))
@@ -44,16 +45,25 @@ def _after(request: HttpRequest) -> int:
     return int(raw)
 
 
-def _check_not_future(facts: selectors.ReplayFacts, after: int) -> None:
-    """400 for an id past the run's last event. Known exactly when the run streams in this process or
-    its last event is logged; an id of a run streaming elsewhere is taken as given (the log may lag the
-    events its own stream already sent by a flush interval)."""
+async def _replay_from(facts: selectors.ReplayFacts, after: int) -> int:
+    """The id to replay after. 400 for an id past the run's last event: known at once when the run
+    streams in this process, has logged its last event, or (SQLite, one process) does not stream;
+    for a run streaming in another process, once its event log has not reached the id within
+    LOG_LAG_GRACE (its stream sends events a flush interval before it logs them)."""
     feed = flusher.feeds.get(facts.run_id)
     if feed is not None:
         feed.seal()
         last = feed.last_seq
-    else:
+    elif facts.final_seq is not None:
+        if facts.died and after > facts.final_seq:
+            # Its process died after sending events it never logged; all that is left is how it ended.
+            return facts.final_seq - 1
         last = facts.final_seq
-    if last is not None and after > last:
+    elif after > facts.logged_seq and connection.vendor == "postgresql" and not facts.orphaned:
+        last = await log_reaches(facts.run_id, after)
+    else:
+        last = facts.logged_seq
+    if after > last:
         raise validation_error(f"Last-Event-ID {after} is past the run's last event ({last}).",
                                field="Last-Event-ID", lastEventId=last)
+    return after

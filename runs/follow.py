@@ -113,6 +113,27 @@ class Follower:
 
 follower = Follower()
 
+# How long a reader's Last-Event-ID may run ahead of the event log of a run streaming in another
+# process before it counts as past the run's end: that process's stream sends events up to a flush
+# interval before it logs them (longer when it or the database is busy).
+LOG_LAG_GRACE = 2.0
+
+
+async def log_reaches(run_id: str, seq: int) -> int:
+    """Waits up to LOG_LAG_GRACE for the event log of `run_id` (streaming in another process) to hold
+    id `seq`; returns the last id seen, `seq` or more when it came. Through the process's mirror of
+    the run, so it adds no query of its own."""
+    mirror = follower.attach(run_id, seq - 1)
+    try:
+        async with asyncio.timeout(LOG_LAG_GRACE):
+            while mirror.last_seq < seq and not mirror.ended:
+                await mirror.changed()
+    except TimeoutError:
+        pass
+    finally:
+        follower.detach(run_id, mirror)
+    return mirror.last_seq
+
 REPLAY_PAGE = 500  # events read from the log at a time by a reader that joins behind what memory holds
 
 

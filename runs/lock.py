@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from core.problems import Problem
 from runs.models import Run
-from runs.recovery import DEAD_RUN_MESSAGE, partial_store
+from runs.recovery import DEAD_RUN_MESSAGE, log_dead_runs, partial_store
 from threads.models import LEASE_EXPIRED_CODE, LEASE_EXPIRED_ERROR, RunStatus, Thread
 from threads.services import thread_lock
 
@@ -42,6 +42,7 @@ def _fail_dead_run(thread: Thread) -> None:
         Run.objects.filter(id=dead.id).update(status=Run.Status.FAILED, error_code=LEASE_EXPIRED_CODE,
                                               error_message=DEAD_RUN_MESSAGE, finished_at=now)
         partial_store(thread=thread, run=dead)
+        log_dead_runs(run_ids=[dead.id])
     thread.last_run_error = dict(LEASE_EXPIRED_ERROR)
     thread.last_run_cancelled = None
 

@@ -10,6 +10,10 @@ Both are written by each process's watcher (runs/control.py), batched per tick:
   (data-modifying CTEs) for all the threads; on SQLite, which has none, one IMMEDIATE transaction of a
   few statements, still a fixed number per tick whatever the number of threads. Either is preceded
   by one read that finds whether anything expired at all.
+- Both ways of recording a dead run (the sweep, and `runs/lock.py` taking an expired lease over) end
+  its logged events with a RUN_ERROR RUN_LEASE_EXPIRED (`log_dead_runs`, or the same rows in the
+  sweep's statement on PostgreSQL), so readers following it from other processes and later replays
+  end the way the run did (spec section 12) instead of stopping without a terminal event.
 
 A checkpoint's message id is the id the client saw in TEXT_MESSAGE_START, the one the run itself
 stores when the step ends; whoever stores a checkpoint skips it when a message with that id exists,
@@ -19,11 +23,14 @@ from __future__ import annotations
 
 import json
 
+from ag_ui.core import RunErrorEvent
 from django.db import connection, transaction
-from django.db.models import Case, Value, When
+from django.db.models import Case, Count, Max, Q, Value, When
 from django.utils import timezone
 
-from runs.models import Run
+from runs.event_log import CHANNEL, NOTIFY_LIMIT
+from runs.models import Run, RunEvent
+from runs.sse import encode_event
 from threads import services as thread_services
 from threads.models import LEASE_EXPIRED_CODE, LEASE_EXPIRED_ERROR, Message, RunStatus, Thread
 
@@ -45,6 +52,32 @@ def checkpoint_write(*, checkpoints: dict[str, tuple[str, str]]) -> int:
         partial_message_id=Case(*[When(id=rid, then=Value(mid)) for rid, (mid, _) in checkpoints.items()]),
         partial_text=Case(*[When(id=rid, then=Value(text)) for rid, (_, text) in checkpoints.items()]),
     )
+
+
+def dead_run_event() -> str:
+    """The JSON of the final event logged for a run whose process died: a retryable RUN_ERROR."""
+    event = RunErrorEvent(message=DEAD_RUN_MESSAGE, code=LEASE_EXPIRED_CODE, category="server_error",
+                          isRetryable=True)
+    return encode_event(event)[6:-2].decode()
+
+
+def log_dead_runs(*, run_ids: list[str]) -> None:
+    """Logs `dead_run_event` after the last logged event of each run that has no final event yet,
+    and on PostgreSQL wakes their readers elsewhere; two statements (three with the notification)
+    whatever the number of runs. The caller's transaction holds the runs' threads."""
+    if not run_ids:
+        return
+    logged = {run_id: (last, finals) for run_id, last, finals in RunEvent.objects.filter(run_id__in=run_ids)
+              .values("run_id").annotate(last=Max("seq"), finals=Count("seq", filter=Q(final=True)))
+              .values_list("run_id", "last", "finals")}
+    now, data = timezone.now(), dead_run_event()
+    rows = [RunEvent(run_id=run_id, seq=logged.get(run_id, (0, 0))[0] + 1, data=data, final=True, created_at=now)
+            for run_id in run_ids if not logged.get(run_id, (0, 0))[1]]
+    RunEvent.objects.bulk_create(rows, ignore_conflicts=True)
+    if rows and connection.vendor == "postgresql":
+        ids = ",".join(row.run_id for row in rows)
+        with connection.cursor() as cursor:  # delivered when the caller's transaction commits
+            cursor.execute("SELECT pg_notify(%s, %s)", [CHANNEL, ids if len(ids) <= NOTIFY_LIMIT else "*"])
 
 
 def partial_store(*, thread: Thread, run: Run) -> Message | None:
@@ -81,6 +114,7 @@ def _expired(now):
 
 def _sweep_postgresql() -> int:
     thread_t, run_t, message_t = Thread._meta.db_table, Run._meta.db_table, Message._meta.db_table
+    event_t = RunEvent._meta.db_table
     sql = f"""
         WITH dead AS (
             SELECT id, current_run_id FROM {thread_t}
@@ -107,15 +141,26 @@ def _sweep_postgresql() -> int:
             WHERE f.partial_message_id IS NOT NULL AND f.partial_text <> ''
               AND NOT EXISTS (SELECT 1 FROM {message_t} AS m WHERE m.id = f.partial_message_id)
             RETURNING id
+        ), logged AS (
+            INSERT INTO {event_t} (run_id, seq, data, final, created_at)
+            SELECT f.id, COALESCE(max(e.seq), 0) + 1, %(dead_event)s, true, %(now)s
+            FROM failed AS f LEFT JOIN {event_t} AS e ON e.run_id = f.id
+            GROUP BY f.id HAVING NOT COALESCE(bool_or(e.final), false)
+            ON CONFLICT DO NOTHING
+            RETURNING run_id
+        ), woken AS (
+            SELECT pg_notify(%(channel)s, CASE WHEN length(ids) > %(notify_limit)s THEN '*' ELSE ids END)
+            FROM (SELECT string_agg(run_id, ',') AS ids FROM logged) AS l WHERE ids IS NOT NULL
         )
-        SELECT (SELECT count(*) FROM freed), (SELECT count(*) FROM saved)
+        SELECT (SELECT count(*) FROM freed), (SELECT count(*) FROM saved), (SELECT count(*) FROM woken)
     """
     params = {"idle": RunStatus.IDLE.value, "now": timezone.now(), "batch": SWEEP_BATCH,
               "error": json.dumps(LEASE_EXPIRED_ERROR), "code": LEASE_EXPIRED_CODE, "message": DEAD_RUN_MESSAGE,
-              "final": list(_FINAL)}
+              "final": list(_FINAL), "dead_event": dead_run_event(), "channel": CHANNEL,
+              "notify_limit": NOTIFY_LIMIT}
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        freed, _saved = cursor.fetchone()
+        freed, _saved, _woken = cursor.fetchone()
     return freed
 
 
@@ -138,4 +183,5 @@ def _sweep_portable() -> int:
             Message(id=r.partial_message_id, thread_id=r.thread_id, run_id=r.id, role=Message.Role.ASSISTANT,
                     content=[{"type": "text", "text": r.partial_text}], is_cancelled=True)
             for r in saved if r.partial_message_id not in existing])
+        log_dead_runs(run_ids=[r.id for r in runs])
     return len(dead)

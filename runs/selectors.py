@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.db.models import Max
+
 from core.problems import Problem
 from projects.auth import Principal
 from runs.event_log import replay_ended, run_orphaned
 from runs.models import Run, RunEvent
+from threads.models import LEASE_EXPIRED_CODE
 
 
 @dataclass
@@ -15,9 +18,12 @@ class ReplayFacts:
     run_id: str
     final_seq: int | None  # the id of the run's last event, once it is in the event log
     orphaned: bool  # the run ended long enough ago that a missing final event will never come
+    logged_seq: int = 0  # the id of the last event in the event log (read when final_seq is None and it matters)
+    died: bool = False  # its process died: the events it sent after its last write to the log are lost
 
 
-def run_replay_get(*, principal: Principal, thread_id: str, run_id: str, user_key_raw: object) -> ReplayFacts:
+def run_replay_get(*, principal: Principal, thread_id: str, run_id: str, user_key_raw: object,
+                   after: int = 0) -> ReplayFacts:
     """The run `run_id` of the requester's thread `thread_id`, for reading its events (spec section 12).
 
     404 RUN_NOT_FOUND for an unknown run, another user's or project's, and a run that ended more
@@ -26,14 +32,17 @@ def run_replay_get(*, principal: Principal, thread_id: str, run_id: str, user_ke
     user_key = principal.user_key(user_key_raw)
     run = (Run.objects.filter(id=run_id, thread_id=thread_id, thread__project=principal.project,
                               thread__user_key=user_key)
-           .only("id", "status", "finished_at").first())
+           .only("id", "status", "finished_at", "error_code").first())
     if run is None or replay_ended(run):
         raise Problem(404, "RUN_NOT_FOUND", f"Run {run_id} was not found.")
-    final_seq = None
+    final_seq, logged_seq = None, 0
     if run.finished_at is not None:
         final_seq = RunEvent.objects.filter(run_id=run_id, final=True).values_list("seq", flat=True).first()
     orphaned = final_seq is None and run_orphaned(run)
-    if orphaned and not RunEvent.objects.filter(run_id=run_id).exists():
+    if final_seq is None and (after or orphaned):  # a reader from the start needs no check
+        logged_seq = RunEvent.objects.filter(run_id=run_id).aggregate(last=Max("seq"))["last"] or 0
+    if orphaned and not logged_seq:
         # It ended long ago with nothing logged (an AG-UI run, or one from before the log existed).
         raise Problem(404, "RUN_NOT_FOUND", f"Run {run_id} has no events to replay.")
-    return ReplayFacts(run_id=run_id, final_seq=final_seq, orphaned=orphaned)
+    return ReplayFacts(run_id=run_id, final_seq=final_seq, orphaned=orphaned, logged_seq=logged_seq,
+                       died=run.error_code == LEASE_EXPIRED_CODE)

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from runs.lock import (LEASE_EXPIRED_CODE, lock_mark_streaming, lock_release, lock_renew, lock_request_cancel,
                        lock_take)
-from runs.models import Run
+from runs.models import Run, RunEvent
 from core.problems import Problem
 from threads import services
 from threads.models import RunStatus, Thread
@@ -115,6 +115,9 @@ def test_an_expired_lease_lets_the_next_taker_in_and_fails_the_dead_run(thread):
     assert dead.status == Run.Status.FAILED
     assert dead.error_code == LEASE_EXPIRED_CODE
     assert dead.finished_at is not None
+    # Its readers (spec section 12) end with the run's error.
+    (logged,) = RunEvent.objects.filter(run_id="run_dead").values_list("seq", "final", "data")
+    assert logged[:2] == (1, True) and '"code":"RUN_LEASE_EXPIRED"' in logged[2]
     thread.refresh_from_db()
     assert thread.run_status == RunStatus.WAITING
     assert thread.last_run_error["code"] == LEASE_EXPIRED_CODE

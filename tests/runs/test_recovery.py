@@ -3,6 +3,7 @@ batched per tick, never one statement per run."""
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import timedelta
 
 import pytest
@@ -14,7 +15,7 @@ from projects.models import Project
 from runs import control as control_module
 from runs.control import CHECKPOINT_INTERVAL, RunControl, Watcher
 from runs.lock import lock_request_cancel, lock_take
-from runs.models import Run
+from runs.models import Run, RunEvent
 from runs.recovery import checkpoint_write, expired_lease_sweep
 from threads import services
 from threads.models import Message, RunStatus, Thread
@@ -46,12 +47,28 @@ def test_the_sweep_records_all_expired_threads_with_a_fixed_number_of_statements
         dead = [_locked_thread(project, f"run_dead{i}", expired=True, partial=(f"msg_dead{i}", f"seen {i}"))
                 for i in range(4)]
         quiet = _locked_thread(project, "run_quiet", expired=True)  # died before any text
+        # What the dead processes had logged: two events of run_dead0, and run_dead1's last event
+        # (it streamed to its end, then died before recording it).
+        now = timezone.now()
+        RunEvent.objects.bulk_create([
+            RunEvent(run_id="run_dead0", seq=1, data='{"type":"RUN_STARTED"}', created_at=now),
+            RunEvent(run_id="run_dead0", seq=2, data='{"type":"TEXT_MESSAGE_START"}', created_at=now),
+            RunEvent(run_id="run_dead1", seq=1, data='{"type":"RUN_FINISHED"}', final=True, created_at=now)])
         with CaptureQueriesContext(connection) as queries:
             assert expired_lease_sweep() == 5
     # A read finds that something expired; then PostgreSQL records them all in one statement. SQLite
-    # has no data-modifying CTEs: three reads and three writes (in a savepoint here: the test's own
+    # has no data-modifying CTEs: four reads and four writes (in a savepoint here: the test's own
     # transaction holds it), whatever the number of threads.
-    assert len(queries) == (2 if connection.vendor == "postgresql" else 9), [q["sql"] for q in queries]
+    assert len(queries) == (2 if connection.vendor == "postgresql" else 11), [q["sql"] for q in queries]
+    # Each dead run's logged events end with the run's error, after what it had logged; a run whose
+    # last event was logged keeps it.
+    finals = {run_id: (seq, json.loads(data)) for run_id, seq, data in
+              RunEvent.objects.filter(final=True).values_list("run_id", "seq", "data")}
+    assert finals.pop("run_dead1") == (1, {"type": "RUN_FINISHED"})
+    assert {run_id: seq for run_id, (seq, _) in finals.items()} == {
+        "run_dead0": 3, "run_dead2": 1, "run_dead3": 1, "run_quiet": 1}
+    for _, event in finals.values():
+        assert (event["type"], event["code"], event["isRetryable"]) == ("RUN_ERROR", "RUN_LEASE_EXPIRED", True)
 
     for i, thread in enumerate(dead + [quiet]):
         thread.refresh_from_db()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+import psycopg
 import pytest
 import requests
 
@@ -163,7 +164,7 @@ def test_event_log_statements_do_not_grow_with_events_or_readers(cluster, apis):
     assert sum(counts.values()) < delivered / 10, (counts, delivered)
 
 
-def test_a_reader_of_a_run_whose_process_died_is_not_left_waiting(cluster):
+def test_a_reader_of_a_run_whose_process_died_ends_with_the_runs_error(cluster):
     pg, key = cluster
     env = {"DATABASE_URL": pg.url, "DB_POOL_SIZE": "4", "RUN_LEASE_SECONDS": "1"}
     doomed, survivor = LiveServer("resume-doomed", env), LiveServer("resume-survivor", env)
@@ -175,15 +176,61 @@ def test_a_reader_of_a_run_whose_process_died_is_not_left_waiting(cluster):
         first = [next(reader), next(reader)]
         doomed.process.kill()  # the process running the run dies mid-run
 
-        # The survivor records the expired lease; its reader then ends with what was logged.
+        # The survivor records the expired lease and logs how the run ended: its reader gets that.
         rest = list(reader)
         got = first + rest
         assert [seq for seq, _ in got] == list(range(1, len(got) + 1))
-        assert not any(e["type"] in ("RUN_FINISHED", "RUN_ERROR") for _, e in got)
+        assert [e["type"] for _, e in got].count("RUN_ERROR") == 1
+        end = got[-1][1]
+        assert (end["type"], end["code"], end["isRetryable"]) == ("RUN_ERROR", "RUN_LEASE_EXPIRED", True)
         thread = b.get(f"/v1/threads/{thread_id}").json()
         assert thread["lastRunError"]["code"] == "RUN_LEASE_EXPIRED"
         # A replay gives the same events and ends too.
         assert read_frames(events(b, thread_id, run_id)) == got
+        # A client of the dead process may hold ids it never logged: it gets how the run ended.
+        assert read_frames(events(b, thread_id, run_id, after=got[-1][0] + 3)) == [got[-1]]
     finally:
         doomed.stop()
         survivor.stop()
+
+
+def test_an_id_the_other_process_sent_but_has_not_logged_yet_is_accepted(cluster, servers):
+    pg, key = cluster
+    # A writes its event log every 0.5 s, so its own stream runs ahead of the log.
+    slow = LiveServer("resume-slow-flush", {"DATABASE_URL": pg.url, "DB_POOL_SIZE": "4",
+                                            "OFFLINE_MODEL_DELAY": "0.01", "RUN_EVENTS_FLUSH_INTERVAL": "0.5"})
+    try:
+        a, b = Api(slow.url, key), Api(servers[1].url, key)
+        started = a.post("/v1/threads/runs", body(LONG, onDisconnect="continue"), stream=True)
+        thread_id, run_id = started.headers["X-Thread-Id"], started.headers["X-Run-Id"]
+        own = iter_frames(started)
+        while True:  # read until the stream holds an id the log does not
+            seq, _ = next(own)
+            if seq > _logged_upto(pg, run_id):
+                break
+        started.close()
+
+        rest = read_frames(events(b, thread_id, run_id, after=seq))
+
+        assert rest[0][0] == seq + 1 and rest[-1][1]["type"] == "RUN_FINISHED"
+        assert [s for s, _ in rest] == list(range(seq + 1, rest[-1][0] + 1))
+
+        # An id the run never reaches is refused once the log has not reached it within the grace.
+        again = a.post(f"/v1/threads/{thread_id}/runs",
+                       body("!slow", onDisconnect="continue", previousRunId=run_id), stream=True)
+        assert again.status_code == 200, again.text
+        run_id = again.headers["X-Run-Id"]
+        next(iter_frames(again))
+        response = b.session.get(f"{b.base_url}/v1/threads/{thread_id}/runs/{run_id}/events",
+                                 params={"userKey": "alice"}, headers={"Last-Event-ID": "100000"}, timeout=30)
+        assert response.status_code == 400, response.text
+        assert response.json()["lastEventId"] < 100000
+        again.close()
+    finally:
+        slow.stop()
+
+
+def _logged_upto(pg: PgCluster, run_id: str) -> int:
+    with psycopg.connect(pg.url, autocommit=True) as conn:
+        return conn.execute("SELECT coalesce(max(seq), 0) FROM runs_runevent WHERE run_id = %s",
+                            [run_id]).fetchone()[0]
