@@ -23,11 +23,12 @@ async def run_events(request: HttpRequest, thread_id: str, run_id: str) -> HttpR
         after = _after(request)
         principal = await principal_aresolve(request)
         facts = await db_call(selectors.run_replay_get, principal=principal, thread_id=thread_id, run_id=run_id,
-                              user_key_raw=request.GET.get("userKey"), after=after)
+                              user_key_raw=request.GET.get("userKey"))
         after = await _replay_from(facts, after)
     except Problem as problem:
         return response_for(problem, request.path)
-    response = sse_response(events_follow(run_id, after))
+    backlog = facts.logged_seq - after if facts.final_seq is None else None
+    response = sse_response(events_follow(run_id, after, backlog))
     response["X-Run-Id"] = run_id
     return response
 

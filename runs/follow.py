@@ -137,13 +137,18 @@ async def log_reaches(run_id: str, seq: int) -> int:
 REPLAY_PAGE = 500  # events read from the log at a time by a reader that joins behind what memory holds
 
 
-async def events_follow(run_id: str, after: int):
+async def events_follow(run_id: str, after: int, backlog: int | None = None):
     """The SSE frames of run `run_id` after id `after`: replayed, then live until its last event.
 
     A reader that joins behind what this process holds in memory reads the difference from the
     event log first, a page at a time; then it reads on from the run's feed when the run streams in
     this process, else from the process's mirror of it (PostgreSQL). Once live, a reader that falls
     behind what memory holds is cut (runs/feeds.py `read`).
+
+    `backlog`, when the caller knows it, is how many logged events of a run that has not ended lie
+    after `after`. When the run streams in another process and that is at most a page, the reader
+    follows the mirror at once: the mirror's poll reads those events for every reader joining then,
+    in one query, instead of a read of the log per reader through the database pool.
     """
     cursor = after
     mirror: Feed | None = None
@@ -152,7 +157,8 @@ async def events_follow(run_id: str, after: int):
             feed = mirror or flusher.feeds.get(run_id)
             if feed is None and connection.vendor == "postgresql":
                 existing = follower.mirrors.get(run_id)
-                if existing is not None and existing.covers(cursor):
+                if (existing is not None and existing.covers(cursor)) or (
+                        backlog is not None and backlog <= REPLAY_PAGE):
                     feed = mirror = follower.attach(run_id, cursor)
             if feed is not None and feed.covers(cursor):
                 async for chunk in read(feed, cursor):

@@ -18,12 +18,11 @@ class ReplayFacts:
     run_id: str
     final_seq: int | None  # the id of the run's last event, once it is in the event log
     orphaned: bool  # the run ended long enough ago that a missing final event will never come
-    logged_seq: int = 0  # the id of the last event in the event log (read when final_seq is None and it matters)
+    logged_seq: int = 0  # the id of the last event in the event log (read when final_seq is None)
     died: bool = False  # its process died: the events it sent after its last write to the log are lost
 
 
-def run_replay_get(*, principal: Principal, thread_id: str, run_id: str, user_key_raw: object,
-                   after: int = 0) -> ReplayFacts:
+def run_replay_get(*, principal: Principal, thread_id: str, run_id: str, user_key_raw: object) -> ReplayFacts:
     """The run `run_id` of the requester's thread `thread_id`, for reading its events (spec section 12).
 
     404 RUN_NOT_FOUND for an unknown run, another user's or project's, and a run that ended more
@@ -39,7 +38,7 @@ def run_replay_get(*, principal: Principal, thread_id: str, run_id: str, user_ke
     if run.finished_at is not None:
         final_seq = RunEvent.objects.filter(run_id=run_id, final=True).values_list("seq", flat=True).first()
     orphaned = final_seq is None and run_orphaned(run)
-    if final_seq is None and (after or orphaned):  # a reader from the start needs no check
+    if final_seq is None:
         logged_seq = RunEvent.objects.filter(run_id=run_id).aggregate(last=Max("seq"))["last"] or 0
     if orphaned and not logged_seq:
         # It ended long ago with nothing logged (an AG-UI run, or one from before the log existed).
