@@ -10,8 +10,8 @@ from tests.assist.conftest import DATA_CARD
 from tests.assist.test_generate_name import generate_name
 from tests.assist.test_suggestions import generate, v1_path
 from tests.conftest import Api
-from tests.support.fake_openai import FakeOpenAI, HTTPError, Stall, Text
-from tests.support.fixtures_openai import Vendor, vendor_view
+from tests.support.fake_openai import HTTPError, Stall, Text
+from tests.support.fixtures_openai import Vendor, fake, vendor  # noqa: F401 - fixtures
 from tests.support.live import LiveServer, openai_live_server
 from tests.support.problems import assert_problem
 
@@ -27,23 +27,11 @@ IDEAS = {"suggestions": [
 
 
 @pytest.fixture(scope="module")
-def vendor() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake
-
-
-@pytest.fixture(scope="module")
 def openai_server(vendor, django_db_setup, django_db_blocker) -> Iterator[LiveServer]:
     # A short timeout, so the test of a vendor that never answers ends soon.
     with openai_live_server("assist-openai", vendor.base_url, VENDOR_KEY, OPENAI_MODEL="fake-default",
                        OPENAI_TIMEOUT="2") as server:
         yield server
-
-
-@pytest.fixture
-def fake(vendor, openai_server) -> Iterator[Vendor]:
-    with vendor_view(vendor) as view:
-        yield view
 
 
 @pytest.fixture

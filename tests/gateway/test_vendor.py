@@ -5,18 +5,13 @@ import pytest
 import requests
 
 from tests.gateway.wire import Answer, assert_spec_stream, post_chat, tool_calls_of, weather_tool
-from tests.support.fake_openai import Drop, FakeOpenAI, HTTPError, Stall, StreamError, Text, ToolCall, ToolCalls
+from tests.support.fake_openai import Drop, HTTPError, Stall, StreamError, Text, ToolCall, ToolCalls
+from tests.support.fixtures_openai import vendor  # noqa: F401 - fixture
 from tests.support.live import LiveServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 VENDOR_KEY = "sk-vendor-secret-3f9a1c77e2"
-
-
-@pytest.fixture(scope="module")
-def vendor():
-    with FakeOpenAI() as fake:
-        yield fake
 
 
 @pytest.fixture(scope="module")

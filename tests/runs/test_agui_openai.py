@@ -6,8 +6,8 @@ import pytest
 
 from tests.conftest import Api
 from tests.runs.test_agui import WEATHER, assistant_of, run, run_input, text_of, user
-from tests.runs.test_run_openai import fake, openai_server, vendor  # noqa: F401 - fixtures
-from tests.support.fixtures_openai import Vendor
+from tests.runs.test_run_openai import openai_server  # noqa: F401 - fixture
+from tests.support.fixtures_openai import Vendor, fake, vendor  # noqa: F401 - fixtures
 from tests.support.fake_openai import Text, ToolCall, ToolCalls
 from tests.support.problems import assert_problem
 

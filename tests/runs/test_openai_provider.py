@@ -22,7 +22,6 @@ from tests.support.fake_openai import (
     ToolCall,
     ToolCalls,
 )
-from tests.support.fixtures_openai import fake_openai  # noqa: F401 - the fixture, until conftest has it
 
 API_KEY = "sk-test-DO-NOT-LEAK-4f9a2c"
 HELLO = [{"role": "user", "content": "Hello"}]

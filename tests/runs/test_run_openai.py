@@ -8,8 +8,8 @@ import pytest
 
 from tests.conftest import Api
 from tests.runs.conftest import CLOCK_TOOL, WEATHER_TOOL, Runs, event_of, text_of, tool_result
-from tests.support.fake_openai import FakeOpenAI, HTTPError, Stall, StreamError, Text, ToolCall, ToolCalls
-from tests.support.fixtures_openai import Vendor, vendor_view
+from tests.support.fake_openai import HTTPError, Stall, StreamError, Text, ToolCall, ToolCalls
+from tests.support.fixtures_openai import Vendor, fake, vendor  # noqa: F401 - fixtures
 from tests.support.live import LiveServer, openai_live_server
 from tests.support.sse import iter_events, types
 
@@ -19,21 +19,9 @@ VENDOR_KEY = "sk-secret-test"
 
 
 @pytest.fixture(scope="module")
-def vendor() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as fake:
-        yield fake
-
-
-@pytest.fixture(scope="module")
 def openai_server(vendor, django_db_setup, django_db_blocker) -> Iterator[LiveServer]:
     with openai_live_server("openai", vendor.base_url, VENDOR_KEY, OPENAI_MODEL="fake-default") as server:
         yield server
-
-
-@pytest.fixture
-def fake(vendor, openai_server) -> Iterator[Vendor]:
-    with vendor_view(vendor) as view:
-        yield view
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
-"""The `fake_openai` pytest fixture (tests/conftest.py imports it so every test can ask for it), and
-`Vendor`, one test's view of a fake shared by a module's tests."""
+"""The `fake_openai` pytest fixture (tests/conftest.py imports it so every test can ask for it);
+`Vendor`, one test's view of a fake shared by a module's tests; and the `vendor` (that shared fake)
+and `fake` (the view) fixtures, which a module that starts a server on the vendor imports."""
 from __future__ import annotations
 
 import time
@@ -54,3 +55,17 @@ def vendor_view(fake: FakeOpenAI) -> Iterator[Vendor]:
     view = Vendor(fake)
     yield view
     assert view.forget_script() == 0, "the test left scripted replies unused"
+
+
+@pytest.fixture(scope="module")
+def vendor() -> Iterator[FakeOpenAI]:
+    """A scripted fake vendor shared by the tests of one module (a server is started on it once)."""
+    with FakeOpenAI() as fake:
+        yield fake
+
+
+@pytest.fixture
+def fake(vendor) -> Iterator[Vendor]:
+    """This test's view of the module's vendor."""
+    with vendor_view(vendor) as view:
+        yield view
