@@ -7,7 +7,9 @@ through the events route, one on A and one on B. Prints the database's statement
 the runs (from the statement log; transaction control left out; pg_stat_database's commit counter
 beside it), the event log's share of them, and the latency a reader adds over the run's own
 stream, per event (median and p95), for a reader on the same process and one on the other.
-Only events the run produced after the reader had joined count (not its replay).
+Only events the run produced after the reader had joined count (not its replay). It does that
+twice, the second time with the answers streamed four times as fast, and ends with a table of
+events per second against statements per second.
 """
 from __future__ import annotations
 
@@ -141,24 +143,50 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def resume(runs: int, delay: float) -> None:
+    """Two passes over the same runs: the second streams each run's answer four times as fast (a
+    quarter of the delay, four times the text: about the same length of time), so the event rate
+    quadruples while the number of runs, readers and processes stays; the statements per second
+    should not follow it."""
     cluster = PgCluster(max_connections=100, options="-c log_statement=all -c log_min_messages=log")
+    passes = []
     try:
-        env = {"DATABASE_URL": cluster.url, "MODEL_PROVIDER": "offline", "OFFLINE_MODEL_DELAY": str(delay),
-               "DB_POOL_SIZE": "10"}
-        key = prepare(env)
-        (proc_a, url_a), (proc_b, url_b) = start("tambo_project.asgi:application", env), \
-            start("tambo_project.asgi:application", env)
-        try:
-            cpu_before = [cpu_seconds(p.pid) for p in (proc_a, proc_b)] + [time.process_time()]
-            results, wall, statements, event_log, xacts = asyncio.run(_drive(cluster, url_a, url_b, key, runs))
-            cpu = [after - before for after, before in zip(
-                [cpu_seconds(p.pid) for p in (proc_a, proc_b)] + [time.process_time()], cpu_before)]
-        finally:
-            for proc in (proc_a, proc_b):
-                proc.terminate(), proc.wait()
+        base = {"DATABASE_URL": cluster.url, "MODEL_PROVIDER": "offline", "DB_POOL_SIZE": "10"}
+        key = prepare(base)
+        for pass_delay, repeat in ((delay, 8), (delay / 4, 32)):
+            passes.append((pass_delay, _pass(cluster, {**base, "OFFLINE_MODEL_DELAY": str(pass_delay)}, key, runs,
+                                             repeat)))
         stat_statements = _pg_stat_statements(cluster.url)
     finally:
         cluster.stop()
+    print(f"\nresume: {runs} runs on process A started together (offline model), each read by its own stream,"
+          f" a reader on A and a reader on B; pg_stat_statements {'available' if stat_statements else 'not installed'}"
+          f" (the statement log is used)")
+    for pass_delay, (results, wall, statements, event_log, xacts, cpu) in passes:
+        _report(runs, pass_delay, results, wall, statements, event_log, xacts, cpu)
+    print("\n| delay between deltas | events/s produced | statements/s (event log) |")
+    print("|---|---|---|")
+    for pass_delay, (results, wall, statements, event_log, _, _) in passes:
+        events = sum(len(own) for own, _, _ in results)
+        print(f"| {pass_delay * 1000:g} ms | {events / wall:,.0f} | {statements / wall:.0f} ({event_log / wall:.0f}) |")
+
+
+def _pass(cluster: PgCluster, env: dict[str, str], key: str, runs: int, repeat: int):
+    (proc_a, url_a), (proc_b, url_b) = start("tambo_project.asgi:application", env), \
+        start("tambo_project.asgi:application", env)
+    try:
+        cpu_before = [cpu_seconds(p.pid) for p in (proc_a, proc_b)] + [time.process_time()]
+        results, wall, statements, event_log, xacts = asyncio.run(
+            _drive(cluster, url_a, url_b, key, runs, "Tell me about resumable streams, please. " * repeat))
+        cpu = [after - before for after, before in zip(
+            [cpu_seconds(p.pid) for p in (proc_a, proc_b)] + [time.process_time()], cpu_before)]
+    finally:
+        for proc in (proc_a, proc_b):
+            proc.terminate(), proc.wait()
+    return results, wall, statements, event_log, xacts, cpu
+
+
+def _report(runs: int, delay: float, results, wall: float, statements: int, event_log: int, xacts: int,
+            cpu: list[float]) -> None:
     own_events = sum(len(own) for own, _, _ in results)
     # Steady state: events produced once every reader of every run had joined (the start is a burst
     # of 100 run starts and 200 joins at once).
@@ -167,14 +195,11 @@ def resume(runs: int, delay: float) -> None:
     for since, label in ((0.0, ""), (all_joined, ", steady")):
         rows.append((f"same process (A){label}", [ms for own, r, _ in results for ms in _added(own, r, since)]))
         rows.append((f"other process (B){label}", [ms for own, _, r in results for ms in _added(own, r, since)]))
-    print(f"\nresume: {runs} runs on process A started together (offline model, {delay}s between deltas), "
-          f"each read by its own stream, a reader on A and a reader on B")
-    print(f"events per run {own_events / runs:.0f}; delivered {own_events * 3}; wall {wall:.1f} s; "
-          f"CPU seconds: server A {cpu[0]:.1f}, server B {cpu[1]:.1f}, this client {cpu[2]:.1f}")
+    print(f"\n{delay * 1000:g} ms between deltas: events per run {own_events / runs:.0f}; delivered {own_events * 3};"
+          f" wall {wall:.1f} s; CPU seconds: server A {cpu[0]:.1f}, server B {cpu[1]:.1f}, this client {cpu[2]:.1f}")
     print(f"database statements/s during the runs {statements / wall:.0f} ({statements} in all, "
           f"{event_log} on the event log: {event_log / wall:.0f}/s); "
-          f"transactions/s (pg_stat_database) {xacts / wall:.0f}; "
-          f"pg_stat_statements {'available' if stat_statements else 'not installed'} (the statement log is used)")
+          f"transactions/s (pg_stat_database) {xacts / wall:.0f}")
     print(f"{'reader':<34} {'events':>7} {'added ms p50':>13} {'p95':>7} {'max':>7}")
     for name, values in rows:
         if not values:
@@ -184,8 +209,7 @@ def resume(runs: int, delay: float) -> None:
     print("added: when the reader got an event minus when the run's own stream got it, same client machine.")
 
 
-async def _drive(cluster: PgCluster, url_a: str, url_b: str, key: str, runs: int):
-    text = "Tell me about resumable streams, please. " * 8  # ~30 deltas
+async def _drive(cluster: PgCluster, url_a: str, url_b: str, key: str, runs: int, text: str):
     await _one_run(url_a, url_b, key, "warm up")
     offset, xacts = cluster.log_size(), _xacts(cluster.url)
     began = time.perf_counter()
