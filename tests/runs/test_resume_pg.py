@@ -234,3 +234,36 @@ def _logged_upto(pg: PgCluster, run_id: str) -> int:
     with psycopg.connect(pg.url, autocommit=True) as conn:
         return conn.execute("SELECT coalesce(max(seq), 0) FROM runs_runevent WHERE run_id = %s",
                             [run_id]).fetchone()[0]
+
+
+def test_a_reader_on_the_other_process_loses_nothing_when_the_database_restarts_mid_run():
+    # The process running the run keeps its events in memory while it cannot write them; the other
+    # process's LISTEN and poll connections are cut and come back. Its own cluster: it is stopped.
+    with migrated_cluster() as (pg, key):
+        env = {"DATABASE_URL": pg.url, "DB_POOL_SIZE": "4", "OFFLINE_MODEL_DELAY": "0.1",
+               "RUN_WATCH_INTERVAL": "0.2"}
+        a_server, b_server = LiveServer("resume-outage-a", env), LiveServer("resume-outage-b", env)
+        try:
+            a, b = Api(a_server.url, key), Api(b_server.url, key)
+            started = a.post("/v1/threads/runs", body(LONG, onDisconnect="continue"), stream=True)
+            assert started.status_code == 200, started.text
+            thread_id, run_id = started.headers["X-Thread-Id"], started.headers["X-Run-Id"]
+            reader = iter_frames(events(b, thread_id, run_id))
+            own = iter_frames(started)
+            got, mine = [next(reader) for _ in range(3)], [next(own) for _ in range(3)]
+
+            pg.halt()
+            mine += [next(own) for _ in range(5)]  # the run streams on while the database is away
+            pg.resume()
+
+            mine += list(own)
+            got += list(reader)
+            # The outage was real on both sides: A could not write its log, B lost its LISTEN.
+            assert "writing the event log failed" in a_server.log_text()
+            assert "the LISTEN connection failed" in b_server.log_text()
+        finally:
+            a_server.stop()
+            b_server.stop()
+    assert got == mine
+    assert [seq for seq, _ in got] == list(range(1, len(got) + 1))
+    assert got[-1][1]["type"] == "RUN_FINISHED"
