@@ -92,10 +92,13 @@ class Feed:
         self._trim()
 
     def add_sealed(self, seq: int, data: bytes, final: bool) -> None:
-        """An event read back from the event log (a mirror); events already held are skipped."""
+        """An event read back from the event log (a mirror); events already held are skipped. A mirror
+        keeps RUN_EVENTS_BUFFER_BYTES like the run's own feed: its readers that fall further behind
+        are cut and resume from the log."""
         if seq <= self.last_seq:
             return
         self._add(data, final, logged=True)
+        self._trim()
         self._changed()
 
     def end(self) -> None:

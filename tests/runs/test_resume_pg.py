@@ -5,6 +5,8 @@ statements can be counted: they must not grow with the number of events or reade
 """
 from __future__ import annotations
 
+import socket
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import psycopg
@@ -12,6 +14,7 @@ import pytest
 import requests
 
 from tests.conftest import Api, require_part
+from tests.runs.test_resume_limits import BIG, BUFFER_BYTES, _frames, _read_all
 from tests.support.live import LiveServer
 from tests.support.pg_cluster import PgCluster, migrated_cluster, pg_bin
 from tests.support.sse import iter_frames, read_frames
@@ -267,3 +270,52 @@ def test_a_reader_on_the_other_process_loses_nothing_when_the_database_restarts_
     assert got == mine
     assert [seq for seq, _ in got] == list(range(1, len(got) + 1))
     assert got[-1][1]["type"] == "RUN_FINISHED"
+
+
+def test_a_stalled_reader_on_the_other_process_is_cut_and_resumes(cluster):
+    # The other process's copy of the run keeps no more than its buffer either: a reader there that
+    # reads nothing while megabytes stream is cut with tambo.stream.lagged, then resumes from the log.
+    pg, key = cluster
+    env = {"DATABASE_URL": pg.url, "DB_POOL_SIZE": "4", "OFFLINE_MODEL_DELAY": "0",
+           "RUN_EVENTS_BUFFER_BYTES": str(BUFFER_BYTES), "MAX_REQUEST_BYTES": str(len(BIG) + 100_000)}
+    a_server, b_server = LiveServer("resume-big-a", env), LiveServer("resume-big-b", env)
+    try:
+        a, b = Api(a_server.url, key), Api(b_server.url, key)
+        started = a.post("/v1/threads/runs", body(BIG, onDisconnect="continue"), stream=True)
+        assert started.status_code == 200, started.text
+        thread_id, run_id = started.headers["X-Thread-Id"], started.headers["X-Run-Id"]
+        stalled = _stalled_get(b_server.url, key, f"/v1/threads/{thread_id}/runs/{run_id}/events?userKey=alice")
+        started.close()  # the run goes on without its own stream
+        deadline = time.monotonic() + 120
+        while not _finished(pg, run_id):
+            assert time.monotonic() < deadline, "the run never ended"
+            time.sleep(0.2)
+        _, got = _frames(_read_all(stalled))
+
+        lagged = got[-1]
+        assert lagged[0] is None and lagged[1]["name"] == "tambo.stream.lagged"
+        last = lagged[1]["value"]["lastEventId"]
+        kept = got[:-1]
+        assert [seq for seq, _ in kept] == list(range(1, last + 1))
+        rest = read_frames(events(b, thread_id, run_id, after=last))
+        assert kept + rest == read_frames(events(b, thread_id, run_id))
+        assert rest[-1][1]["type"] == "RUN_FINISHED"
+    finally:
+        a_server.stop()
+        b_server.stop()
+
+
+def _stalled_get(url: str, key: str, path: str) -> socket.socket:
+    """A GET on a socket with a tiny receive buffer that reads nothing yet."""
+    host, port = url.removeprefix("http://").split(":")
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect((host, int(port)))
+    sock.sendall(b"GET %b HTTP/1.1\r\nHost: %b\r\nx-api-key: %b\r\nConnection: close\r\n\r\n"
+                 % (path.encode(), host.encode(), key.encode()))
+    return sock
+
+
+def _finished(pg: PgCluster, run_id: str) -> bool:
+    with psycopg.connect(pg.url, autocommit=True) as conn:
+        return conn.execute("SELECT finished_at IS NOT NULL FROM runs_run WHERE id = %s", [run_id]).fetchone()[0]
