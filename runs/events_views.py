@@ -2,6 +2,7 @@
 (spec section 12), from whichever process; the frames are the run's own stream's, ids included."""
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_http_methods
@@ -12,7 +13,7 @@ from core.sse import sse_response
 from projects.auth import principal_aresolve
 from runs import selectors
 from runs.feeds import flusher
-from runs.follow import events_follow, log_reaches
+from runs.follow import REPLAY_PAGE, events_follow, log_reaches
 
 MAX_SEQ = 2**31 - 1  # the log's column is a 32-bit integer
 
@@ -23,14 +24,23 @@ async def run_events(request: HttpRequest, thread_id: str, run_id: str) -> HttpR
         after = _after(request)
         principal = await principal_aresolve(request)
         facts = await db_call(selectors.run_replay_get, principal=principal, thread_id=thread_id, run_id=run_id,
-                              user_key_raw=request.GET.get("userKey"))
+                              user_key_raw=request.GET.get("userKey"), after=after)
         after = await _replay_from(facts, after)
     except Problem as problem:
         return response_for(problem, request.path)
-    backlog = facts.logged_seq - after if facts.final_seq is None else None
-    response = sse_response(events_follow(run_id, after, backlog))
+    response = sse_response(events_follow(run_id, after, join_live=_join_live(facts)))
     response["X-Run-Id"] = run_id
     return response
+
+
+def _join_live(facts: selectors.ReplayFacts) -> bool:
+    """Whether a reader of a run that has not ended may take the events it lacks from this process's
+    copy of the run (runs/follow.py) rather than from the log: when they fit in half that copy's
+    buffer, with room for the live ones arriving with them (a copy that had to drop some would cut
+    the reader at once)."""
+    framed = facts.backlog_chars * 4 + facts.backlog_events * 32  # UTF-8 at most, and the id lines
+    return facts.final_seq is None and facts.backlog_events <= REPLAY_PAGE and (
+        framed <= settings.RUN_EVENTS_BUFFER_BYTES // 2)
 
 
 def _after(request: HttpRequest) -> int:

@@ -137,7 +137,7 @@ async def log_reaches(run_id: str, seq: int) -> int:
 REPLAY_PAGE = 500  # events read from the log at a time by a reader that joins behind what memory holds
 
 
-async def events_follow(run_id: str, after: int, backlog: int | None = None):
+async def events_follow(run_id: str, after: int, *, join_live: bool = False):
     """The SSE frames of run `run_id` after id `after`: replayed, then live until its last event.
 
     A reader that joins behind what this process holds in memory reads the difference from the
@@ -145,8 +145,8 @@ async def events_follow(run_id: str, after: int, backlog: int | None = None):
     this process, else from the process's mirror of it (PostgreSQL). Once live, a reader that falls
     behind what memory holds is cut (runs/feeds.py `read`).
 
-    `backlog`, when the caller knows it, is how many logged events of a run that has not ended lie
-    after `after`. When the run streams in another process and that is at most a page, the reader
+    `join_live`: the caller found that the logged events after `after` of a run that has not ended
+    are few enough for the mirror's buffer. When the run streams in another process, the reader then
     follows the mirror at once: the mirror's poll reads those events for every reader joining then,
     in one query, instead of a read of the log per reader through the database pool.
     """
@@ -157,8 +157,7 @@ async def events_follow(run_id: str, after: int, backlog: int | None = None):
             feed = mirror or flusher.feeds.get(run_id)
             if feed is None and connection.vendor == "postgresql":
                 existing = follower.mirrors.get(run_id)
-                if (existing is not None and existing.covers(cursor)) or (
-                        backlog is not None and backlog <= REPLAY_PAGE):
+                if (existing is not None and existing.covers(cursor)) or join_live:
                     feed = mirror = follower.attach(run_id, cursor)
             if feed is not None and feed.covers(cursor):
                 async for chunk in read(feed, cursor):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Max
+from django.db.models import Count, Max, Q, Sum
+from django.db.models.functions import Length
 
 from core.problems import Problem
 from projects.auth import Principal
@@ -19,10 +20,13 @@ class ReplayFacts:
     final_seq: int | None  # the id of the run's last event, once it is in the event log
     orphaned: bool  # the run ended long enough ago that a missing final event will never come
     logged_seq: int = 0  # the id of the last event in the event log (read when final_seq is None)
+    backlog_events: int = 0  # of those, how many lie after the reader's id, and their characters
+    backlog_chars: int = 0
     died: bool = False  # its process died: the events it sent after its last write to the log are lost
 
 
-def run_replay_get(*, principal: Principal, thread_id: str, run_id: str, user_key_raw: object) -> ReplayFacts:
+def run_replay_get(*, principal: Principal, thread_id: str, run_id: str, user_key_raw: object,
+                   after: int = 0) -> ReplayFacts:
     """The run `run_id` of the requester's thread `thread_id`, for reading its events (spec section 12).
 
     404 RUN_NOT_FOUND for an unknown run, another user's or project's, and a run that ended more
@@ -34,14 +38,18 @@ def run_replay_get(*, principal: Principal, thread_id: str, run_id: str, user_ke
            .only("id", "status", "finished_at", "error_code").first())
     if run is None or replay_ended(run):
         raise Problem(404, "RUN_NOT_FOUND", f"Run {run_id} was not found.")
-    final_seq, logged_seq = None, 0
+    final_seq, logged = None, {}
     if run.finished_at is not None:
         final_seq = RunEvent.objects.filter(run_id=run_id, final=True).values_list("seq", flat=True).first()
     orphaned = final_seq is None and run_orphaned(run)
     if final_seq is None:
-        logged_seq = RunEvent.objects.filter(run_id=run_id).aggregate(last=Max("seq"))["last"] or 0
+        backlog = Q(seq__gt=after)
+        logged = RunEvent.objects.filter(run_id=run_id).aggregate(
+            last=Max("seq"), events=Count("seq", filter=backlog), chars=Sum(Length("data"), filter=backlog))
+    logged_seq = logged.get("last") or 0
     if orphaned and not logged_seq:
         # It ended long ago with nothing logged (an AG-UI run, or one from before the log existed).
         raise Problem(404, "RUN_NOT_FOUND", f"Run {run_id} has no events to replay.")
     return ReplayFacts(run_id=run_id, final_seq=final_seq, orphaned=orphaned, logged_seq=logged_seq,
+                       backlog_events=logged.get("events") or 0, backlog_chars=logged.get("chars") or 0,
                        died=run.error_code == LEASE_EXPIRED_CODE)

@@ -319,3 +319,29 @@ def _stalled_get(url: str, key: str, path: str) -> socket.socket:
 def _finished(pg: PgCluster, run_id: str) -> bool:
     with psycopg.connect(pg.url, autocommit=True) as conn:
         return conn.execute("SELECT finished_at IS NOT NULL FROM runs_run WHERE id = %s", [run_id]).fetchone()[0]
+
+
+def test_a_reader_joining_behind_more_than_the_other_process_keeps_is_not_cut(cluster):
+    # With a 20 KB buffer per run, a reader that joins a live run through B from the start, when
+    # ~40 KB are logged, reads them from the log (its copy of the run would have to drop them).
+    pg, key = cluster
+    env = {"DATABASE_URL": pg.url, "DB_POOL_SIZE": "4", "OFFLINE_MODEL_DELAY": "0.01",
+           "RUN_EVENTS_BUFFER_BYTES": str(BUFFER_BYTES)}
+    a_server, b_server = LiveServer("resume-behind-a", env), LiveServer("resume-behind-b", env)
+    try:
+        a, b = Api(a_server.url, key), Api(b_server.url, key)
+        started = a.post("/v1/threads/runs", body(LONG * 8, onDisconnect="continue"), stream=True)
+        thread_id, run_id = started.headers["X-Thread-Id"], started.headers["X-Run-Id"]
+        own = iter_frames(started)
+        mine = [next(own) for _ in range(300)]
+        while _logged_upto(pg, run_id) < 300:
+            time.sleep(0.01)
+
+        got = read_frames(events(b, thread_id, run_id))
+
+        mine += list(own)
+        assert got == mine
+        assert got[-1][1]["type"] == "RUN_FINISHED"
+    finally:
+        a_server.stop()
+        b_server.stop()
