@@ -8,6 +8,8 @@ from __future__ import annotations
 import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Iterator
 
 import psycopg
 import pytest
@@ -58,11 +60,30 @@ def events(api: Api, thread_id: str, run_id: str, after: int | None = None) -> r
     return response
 
 
+def start(api: Api, text: str, **extra) -> tuple[requests.Response, str, str]:
+    """A run on a new thread that goes on when its client leaves: (its stream, thread id, run id)."""
+    started = api.post("/v1/threads/runs", body(text, onDisconnect="continue", **extra), stream=True)
+    assert started.status_code == 200, started.text
+    return started, started.headers["X-Thread-Id"], started.headers["X-Run-Id"]
+
+
+@contextmanager
+def two_servers(name: str, key: str, env: dict[str, str]) -> Iterator[tuple[LiveServer, LiveServer, Api, Api]]:
+    """Processes A and B of their own on one database, and a client of each."""
+    a = LiveServer(f"{name}-a", env)
+    try:
+        b = LiveServer(f"{name}-b", env)
+        try:
+            yield a, b, Api(a.url, key), Api(b.url, key)
+        finally:
+            b.stop()
+    finally:
+        a.stop()
+
+
 def test_a_run_left_on_one_process_is_rejoined_through_the_other_without_gap_or_duplicate(apis):
     a, b = apis
-    started = a.post("/v1/threads/runs", body(LONG, onDisconnect="continue"), stream=True)
-    assert started.status_code == 200, started.text
-    thread_id, run_id = started.headers["X-Thread-Id"], started.headers["X-Run-Id"]
+    started, thread_id, run_id = start(a, LONG)
     stayed = events(a, thread_id, run_id)  # a reader that stays connected to the end
     own = iter_frames(started)
     got = [next(own) for _ in range(4)]
@@ -83,9 +104,7 @@ def test_a_run_left_on_one_process_is_rejoined_through_the_other_without_gap_or_
 
 def test_fifty_readers_on_two_processes_receive_identical_events(apis):
     a, b = apis
-    started = a.post("/v1/threads/runs", body(LONG, onDisconnect="continue"), stream=True)
-    assert started.status_code == 200, started.text
-    thread_id, run_id = started.headers["X-Thread-Id"], started.headers["X-Run-Id"]
+    started, thread_id, run_id = start(a, LONG)
     with ThreadPoolExecutor(50) as pool:
         readers = [pool.submit(lambda api=api: read_frames(events(api, thread_id, run_id)))
                    for api in [a, b] * 25]
@@ -169,17 +188,14 @@ def test_event_log_statements_do_not_grow_with_events_or_readers(cluster, apis):
 
 def test_a_reader_of_a_run_whose_process_died_ends_with_the_runs_error(cluster):
     pg, key = cluster
-    env = {"DATABASE_URL": pg.url, "DB_POOL_SIZE": "4", "RUN_LEASE_SECONDS": "1"}
-    doomed, survivor = LiveServer("resume-doomed", env), LiveServer("resume-survivor", env)
-    try:
-        a, b = Api(doomed.url, key), Api(survivor.url, key)
-        started = a.post("/v1/threads/runs", body("!slow", onDisconnect="continue"), stream=True)
-        thread_id, run_id = started.headers["X-Thread-Id"], started.headers["X-Run-Id"]
+    with two_servers("resume-doomed", key, {"DATABASE_URL": pg.url, "DB_POOL_SIZE": "4",
+                                            "RUN_LEASE_SECONDS": "1"}) as (doomed, _, a, b):
+        _, thread_id, run_id = start(a, "!slow")
         reader = iter_frames(events(b, thread_id, run_id))
         first = [next(reader), next(reader)]
         doomed.process.kill()  # the process running the run dies mid-run
 
-        # The survivor records the expired lease and logs how the run ended: its reader gets that.
+        # B records the expired lease and logs how the run ended: its reader gets that.
         rest = list(reader)
         got = first + rest
         assert [seq for seq, _ in got] == list(range(1, len(got) + 1))
@@ -192,9 +208,6 @@ def test_a_reader_of_a_run_whose_process_died_ends_with_the_runs_error(cluster):
         assert read_frames(events(b, thread_id, run_id)) == got
         # A client of the dead process may hold ids it never logged: it gets how the run ended.
         assert read_frames(events(b, thread_id, run_id, after=got[-1][0] + 3)) == [got[-1]]
-    finally:
-        doomed.stop()
-        survivor.stop()
 
 
 def test_an_id_the_other_process_sent_but_has_not_logged_yet_is_accepted(cluster, servers):
@@ -204,8 +217,7 @@ def test_an_id_the_other_process_sent_but_has_not_logged_yet_is_accepted(cluster
                                             "OFFLINE_MODEL_DELAY": "0.01", "RUN_EVENTS_FLUSH_INTERVAL": "0.5"})
     try:
         a, b = Api(slow.url, key), Api(servers[1].url, key)
-        started = a.post("/v1/threads/runs", body(LONG, onDisconnect="continue"), stream=True)
-        thread_id, run_id = started.headers["X-Thread-Id"], started.headers["X-Run-Id"]
+        started, thread_id, run_id = start(a, LONG)
         own = iter_frames(started)
         while True:  # read until the stream holds an id the log does not
             seq, _ = next(own)
@@ -242,31 +254,23 @@ def _logged_upto(pg: PgCluster, run_id: str) -> int:
 def test_a_reader_on_the_other_process_loses_nothing_when_the_database_restarts_mid_run():
     # The process running the run keeps its events in memory while it cannot write them; the other
     # process's LISTEN and poll connections are cut and come back. Its own cluster: it is stopped.
-    with migrated_cluster() as (pg, key):
-        env = {"DATABASE_URL": pg.url, "DB_POOL_SIZE": "4", "OFFLINE_MODEL_DELAY": "0.1",
-               "RUN_WATCH_INTERVAL": "0.2"}
-        a_server, b_server = LiveServer("resume-outage-a", env), LiveServer("resume-outage-b", env)
-        try:
-            a, b = Api(a_server.url, key), Api(b_server.url, key)
-            started = a.post("/v1/threads/runs", body(LONG, onDisconnect="continue"), stream=True)
-            assert started.status_code == 200, started.text
-            thread_id, run_id = started.headers["X-Thread-Id"], started.headers["X-Run-Id"]
-            reader = iter_frames(events(b, thread_id, run_id))
-            own = iter_frames(started)
-            got, mine = [next(reader) for _ in range(3)], [next(own) for _ in range(3)]
+    with migrated_cluster() as (pg, key), two_servers("resume-outage", key, {
+            "DATABASE_URL": pg.url, "DB_POOL_SIZE": "4", "OFFLINE_MODEL_DELAY": "0.1",
+            "RUN_WATCH_INTERVAL": "0.2"}) as (a_server, b_server, a, b):
+        started, thread_id, run_id = start(a, LONG)
+        reader = iter_frames(events(b, thread_id, run_id))
+        own = iter_frames(started)
+        got, mine = [next(reader) for _ in range(3)], [next(own) for _ in range(3)]
 
-            pg.halt()
-            mine += [next(own) for _ in range(5)]  # the run streams on while the database is away
-            pg.resume()
+        pg.halt()
+        mine += [next(own) for _ in range(5)]  # the run streams on while the database is away
+        pg.resume()
 
-            mine += list(own)
-            got += list(reader)
-            # The outage was real on both sides: A could not write its log, B lost its LISTEN.
-            assert "writing the event log failed" in a_server.log_text()
-            assert "the LISTEN connection failed" in b_server.log_text()
-        finally:
-            a_server.stop()
-            b_server.stop()
+        mine += list(own)
+        got += list(reader)
+        # The outage was real on both sides: A could not write its log, B lost its LISTEN.
+        assert "writing the event log failed" in a_server.log_text()
+        assert "the LISTEN connection failed" in b_server.log_text()
     assert got == mine
     assert [seq for seq, _ in got] == list(range(1, len(got) + 1))
     assert got[-1][1]["type"] == "RUN_FINISHED"
@@ -276,14 +280,11 @@ def test_a_stalled_reader_on_the_other_process_is_cut_and_resumes(cluster):
     # The other process's copy of the run keeps no more than its buffer either: a reader there that
     # reads nothing while megabytes stream is cut with tambo.stream.lagged, then resumes from the log.
     pg, key = cluster
-    env = {"DATABASE_URL": pg.url, "DB_POOL_SIZE": "4", "OFFLINE_MODEL_DELAY": "0",
-           "RUN_EVENTS_BUFFER_BYTES": str(BUFFER_BYTES), "MAX_REQUEST_BYTES": str(len(BIG) + 100_000)}
-    a_server, b_server = LiveServer("resume-big-a", env), LiveServer("resume-big-b", env)
-    try:
-        a, b = Api(a_server.url, key), Api(b_server.url, key)
-        started = a.post("/v1/threads/runs", body(BIG, onDisconnect="continue"), stream=True)
-        assert started.status_code == 200, started.text
-        thread_id, run_id = started.headers["X-Thread-Id"], started.headers["X-Run-Id"]
+    with two_servers("resume-big", key, {
+            "DATABASE_URL": pg.url, "DB_POOL_SIZE": "4", "OFFLINE_MODEL_DELAY": "0",
+            "RUN_EVENTS_BUFFER_BYTES": str(BUFFER_BYTES), "MAX_REQUEST_BYTES": str(len(BIG) + 100_000)}) as (
+            _, b_server, a, b):
+        started, thread_id, run_id = start(a, BIG)
         stalled = _stalled_get(b_server.url, key, f"/v1/threads/{thread_id}/runs/{run_id}/events?userKey=alice")
         started.close()  # the run goes on without its own stream
         deadline = time.monotonic() + 120
@@ -300,9 +301,6 @@ def test_a_stalled_reader_on_the_other_process_is_cut_and_resumes(cluster):
         rest = read_frames(events(b, thread_id, run_id, after=last))
         assert kept + rest == read_frames(events(b, thread_id, run_id))
         assert rest[-1][1]["type"] == "RUN_FINISHED"
-    finally:
-        a_server.stop()
-        b_server.stop()
 
 
 def _stalled_get(url: str, key: str, path: str) -> socket.socket:
@@ -325,13 +323,10 @@ def test_a_reader_joining_behind_more_than_the_other_process_keeps_is_not_cut(cl
     # With a 20 KB buffer per run, a reader that joins a live run through B from the start, when
     # ~40 KB are logged, reads them from the log (its copy of the run would have to drop them).
     pg, key = cluster
-    env = {"DATABASE_URL": pg.url, "DB_POOL_SIZE": "4", "OFFLINE_MODEL_DELAY": "0.01",
-           "RUN_EVENTS_BUFFER_BYTES": str(BUFFER_BYTES)}
-    a_server, b_server = LiveServer("resume-behind-a", env), LiveServer("resume-behind-b", env)
-    try:
-        a, b = Api(a_server.url, key), Api(b_server.url, key)
-        started = a.post("/v1/threads/runs", body(LONG * 8, onDisconnect="continue"), stream=True)
-        thread_id, run_id = started.headers["X-Thread-Id"], started.headers["X-Run-Id"]
+    with two_servers("resume-behind", key, {
+            "DATABASE_URL": pg.url, "DB_POOL_SIZE": "4", "OFFLINE_MODEL_DELAY": "0.01",
+            "RUN_EVENTS_BUFFER_BYTES": str(BUFFER_BYTES)}) as (_, _, a, b):
+        started, thread_id, run_id = start(a, LONG * 8)
         own = iter_frames(started)
         mine = [next(own) for _ in range(300)]
         while _logged_upto(pg, run_id) < 300:
@@ -340,8 +335,5 @@ def test_a_reader_joining_behind_more_than_the_other_process_keeps_is_not_cut(cl
         got = read_frames(events(b, thread_id, run_id))
 
         mine += list(own)
-        assert got == mine
-        assert got[-1][1]["type"] == "RUN_FINISHED"
-    finally:
-        a_server.stop()
-        b_server.stop()
+    assert got == mine
+    assert got[-1][1]["type"] == "RUN_FINISHED"
