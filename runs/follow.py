@@ -134,6 +134,7 @@ async def log_reaches(run_id: str, seq: int) -> int:
         follower.detach(run_id, mirror)
     return mirror.last_seq
 
+
 REPLAY_PAGE = 500  # events read from the log at a time by a reader that joins behind what memory holds
 
 
