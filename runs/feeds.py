@@ -7,10 +7,11 @@ event then (runs/sse.py `merge_encoded`): a slow reader gets fewer, larger event
 and the event log see the same events with the same ids.
 
 Memory: a feed keeps its sealed events up to RUN_EVENTS_BUFFER_BYTES, and always those not yet
-written to the event log. Readers take from the feed and hold no copy of their own. A reader that
-falls behind what the feed keeps is cut: it gets one last event, `CUSTOM tambo.stream.lagged` with
-`value: {lastEventId}` (the id of the last event it got) and *no* `id:` line, and its stream ends; it
-can rejoin from that id through the events route, which replays from the event log.
+written to the event log. Readers take from the feed TAKE_BYTES at a time and hold no other copy.
+A reader that falls behind what the feed keeps is cut: it gets one last event,
+`CUSTOM tambo.stream.lagged` with `value: {lastEventId}` (the id of the last event it got) and *no*
+`id:` line, and its stream ends; it can rejoin from that id through the events route, which
+replays from the event log.
 
 The `Flusher` writes the new events of all the runs this process streams to the event log in one
 statement at most every RUN_EVENTS_FLUSH_INTERVAL seconds while there are any (runs/event_log.py),
@@ -37,6 +38,10 @@ from runs.sse import encode_event, merge_encoded
 log = logging.getLogger(__name__)
 
 MORE, DONE, LAGGED = "more", "done", "lagged"
+# The most a reader takes from a feed at a time. What it took is its own copy until the client has
+# read it, so this bounds a reader's memory; and a reader that stops reading stops taking, falls
+# behind what the feed keeps, and is cut, however much the run had produced when it last took.
+TAKE_BYTES = 64 * 1024
 
 
 def frame(seq: int, data: bytes) -> bytes:
@@ -145,12 +150,17 @@ class Feed:
     # --- reading ---------------------------------------------------------------------------------
 
     def take(self, cursor: int) -> tuple[bytes, int, str]:
-        """(the frames after id `cursor`, joined; the new cursor; MORE, DONE or LAGGED)."""
+        """(the frames after id `cursor`, joined, TAKE_BYTES at most unless one frame is larger; the
+        new cursor; MORE, DONE or LAGGED)."""
         self.seal()
         if cursor < self.first_seq - 1:
             return b"", cursor, LAGGED
-        start = max(cursor - self.first_seq + 1, 0)
-        frames = self._frames[start:]
+        start = end = max(cursor - self.first_seq + 1, 0)
+        size = 0
+        while end < len(self._frames) and (end == start or size + len(self._frames[end]) <= TAKE_BYTES):
+            size += len(self._frames[end])
+            end += 1
+        frames = self._frames[start:end]
         cursor = max(cursor, self.first_seq - 1) + len(frames)
         done = (self.final_seq is not None and cursor >= self.final_seq) or (self.ended and cursor >= self.last_seq)
         return b"".join(frames), cursor, DONE if done else MORE

@@ -46,17 +46,24 @@ def merge_text(events: Iterable[BaseEvent]) -> list[BaseEvent]:
     return merged
 
 
+# A merged text event stays under this size (its parts' encodings added up): a reader takes events
+# a slice at a time (runs/feeds.py TAKE_BYTES), and one huge event would be a slice of its own.
+MERGE_BYTES = 32 * 1024
+
+
 def merge_encoded(items: list[tuple[bytes, BaseEvent | None]]) -> list[tuple[bytes, BaseEvent | None]]:
     """Events encoded one by one (runs/guard.py), with each run of consecutive TEXT_MESSAGE_CONTENT
-    of one message folded into one event (`merge_text`) and encoded again. The deltas each encoded
+    of one message folded into one event (`merge_text`), up to MERGE_BYTES, and encoded again. The deltas each encoded
     alone, so their join encodes too: this cannot fail where the first encoding did not."""
     out: list[tuple[bytes, BaseEvent | None]] = []
     i = 0
     while i < len(items):
         data, event = items[i]
-        j = i + 1
+        j, size = i + 1, len(data)
         if _is_text(event):
-            while j < len(items) and _is_text(items[j][1]) and items[j][1].message_id == event.message_id:
+            while (j < len(items) and _is_text(items[j][1]) and items[j][1].message_id == event.message_id
+                   and size + len(items[j][0]) <= MERGE_BYTES):
+                size += len(items[j][0])
                 j += 1
         if j - i > 1:
             merged = merge_text([e for _, e in items[i:j]])[0]
