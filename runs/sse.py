@@ -53,8 +53,9 @@ MERGE_BYTES = 32 * 1024
 
 def merge_encoded(items: list[tuple[bytes, BaseEvent | None]]) -> list[tuple[bytes, BaseEvent | None]]:
     """Events encoded one by one (runs/guard.py), with each run of consecutive TEXT_MESSAGE_CONTENT
-    of one message folded into one event (`merge_text`), up to MERGE_BYTES, and encoded again. The deltas each encoded
-    alone, so their join encodes too: this cannot fail where the first encoding did not."""
+    of one message folded into one event (`merge_text`), up to MERGE_BYTES, and encoded again. The
+    deltas each encoded alone, so their join encodes too: this cannot fail where the first encoding
+    did not."""
     out: list[tuple[bytes, BaseEvent | None]] = []
     i = 0
     while i < len(items):
