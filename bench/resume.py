@@ -119,24 +119,6 @@ def _pg_stat_statements(url: str) -> bool:
                             "WHERE name = 'pg_stat_statements'").fetchone()[0] > 0
 
 
-def _log_statements(cluster: PgCluster, offset: int) -> tuple[int, int]:
-    """(statements, of which on the event log) in the server log after `offset`."""
-    with open(cluster.dir + "/log", "rb") as log:
-        log.seek(offset)
-        entries = log.read().decode(errors="replace").replace("\n\t", " ").splitlines()
-    total = event_log = 0
-    for entry in entries:
-        for marker in ("LOG:  statement: ", "LOG:  execute "):
-            if marker in entry:
-                sql = entry.split(marker, 1)[1]
-                sql = sql.split(": ", 1)[1] if marker.endswith("execute ") else sql
-                if sql.strip() and not sql.lstrip().upper().startswith(
-                        ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")):
-                    total += 1
-                    event_log += "runs_runevent" in sql
-    return total, event_log
-
-
 def _pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(len(ordered) * q))] if ordered else float("nan")
@@ -215,5 +197,6 @@ async def _drive(cluster: PgCluster, url_a: str, url_b: str, key: str, runs: int
     began = time.perf_counter()
     results = await asyncio.gather(*[_one_run(url_a, url_b, key, text) for _ in range(runs)])
     wall = time.perf_counter() - began
-    statements, event_log = _log_statements(cluster, offset)
+    logged = cluster.statements(offset)
+    statements, event_log = len(logged), sum("runs_runevent" in sql for sql in logged)
     return results, wall, statements, event_log, _xacts(cluster.url) - xacts - 1

@@ -14,7 +14,7 @@ import requests
 from tests.conftest import Api
 from tests.runs.conftest import Runs, text_of
 from tests.support.live import LiveServer
-from tests.support.pg_cluster import PgCluster
+from tests.support.pg_cluster import migrated_cluster
 from tests.support.sse import iter_events
 
 # The echo of this text streams for a few seconds (0.1 s between deltas of 12 characters).
@@ -23,17 +23,14 @@ LONG_TEXT = "Tell me about the database outage that is about to happen while you
 
 @pytest.fixture(scope="module")
 def outage():
-    cluster = PgCluster()
-    cluster.api_key = cluster.migrate_and_key()
-    server = None
-    try:
+    with migrated_cluster() as (cluster, key):
+        cluster.api_key = key
         server = LiveServer("outage", {"DATABASE_URL": cluster.url, "OFFLINE_MODEL_DELAY": "0.1",
                                        "RUN_LEASE_SECONDS": "30"})
-        yield cluster, server
-    finally:
-        if server is not None:
+        try:
+            yield cluster, server
+        finally:
             server.stop()
-        cluster.stop()
 
 
 @pytest.fixture

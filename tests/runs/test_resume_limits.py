@@ -93,15 +93,16 @@ def test_after_the_replay_window_the_run_is_not_found_and_its_events_are_gone(sh
     assert_problem(get_events(api, thread_id, run_id), 404, "RUN_NOT_FOUND")
 
 
-def _stalled_post(url: str, key: str, payload: dict) -> socket.socket:
-    """Sends a run request on a socket with a tiny receive buffer and reads nothing yet."""
+def stalled_request(url: str, key: str, method: str, path: str, payload: dict | None = None) -> socket.socket:
+    """Sends a request on a socket with a tiny receive buffer and reads nothing yet."""
     host, port = url.removeprefix("http://").split(":")
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     sock.connect((host, int(port)))
-    data = json.dumps(payload).encode()
-    sock.sendall(b"POST /v1/threads/runs HTTP/1.1\r\nHost: %b\r\nx-api-key: %b\r\nContent-Type: application/json\r\n"
-                 b"Content-Length: %d\r\nConnection: close\r\n\r\n%b" % (host.encode(), key.encode(), len(data), data))
+    data = json.dumps(payload).encode() if payload is not None else b""
+    sock.sendall(b"%b %b HTTP/1.1\r\nHost: %b\r\nx-api-key: %b\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: %d\r\nConnection: close\r\n\r\n%b"
+                 % (method.encode(), path.encode(), host.encode(), key.encode(), len(data), data))
     return sock
 
 
@@ -136,8 +137,8 @@ def test_a_reader_that_falls_behind_is_cut_and_resumes_from_the_last_id_it_got(s
     from runs.models import RunEvent
 
     api = small_buffer
-    sock = _stalled_post(api.base_url, api.session.headers["x-api-key"],
-                         body(BIG, onDisconnect="continue"))
+    sock = stalled_request(api.base_url, api.session.headers["x-api-key"], "POST", "/v1/threads/runs",
+                           body(BIG, onDisconnect="continue"))
     # It reads nothing until the run's last event is in the event log: far more than the buffer was
     # produced meanwhile. (Until written there, events stay in memory whatever their size: a reader
     # that read on before the last ones were written could still get them all.) The moment after

@@ -5,7 +5,6 @@ statements can be counted: they must not grow with the number of events or reade
 """
 from __future__ import annotations
 
-import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -16,7 +15,7 @@ import pytest
 import requests
 
 from tests.conftest import Api, require_part
-from tests.runs.test_resume_limits import BIG, BUFFER_BYTES, _frames, _read_all
+from tests.runs.test_resume_limits import BIG, BUFFER_BYTES, _frames, _read_all, stalled_request
 from tests.support.live import LiveServer
 from tests.support.pg_cluster import PgCluster, migrated_cluster, pg_bin
 from tests.support.sse import iter_frames, read_frames
@@ -130,20 +129,15 @@ def test_a_future_last_event_id_is_refused_on_the_other_process_once_the_run_end
 
 def _event_log_statements(pg: PgCluster, offset: int) -> dict[str, int]:
     """The statements on the event log in the server log after `offset`, by kind."""
-    with open(pg.dir + "/log", "rb") as log:
-        log.seek(offset)
-        text = log.read().decode(errors="replace")
-    # A statement spanning lines continues on lines that start with a tab.
-    entries = text.replace("\n\t", " ").splitlines()
     counts = {"write": 0, "poll": 0, "read": 0, "cleanup": 0}
-    for entry in entries:
-        if "runs_runevent" not in entry or ("statement: " not in entry and "execute " not in entry):
+    for sql in pg.statements(offset):
+        if "runs_runevent" not in sql:
             continue
-        if "INSERT INTO runs_runevent" in entry:
+        if "INSERT INTO runs_runevent" in sql:
             counts["write"] += 1
-        elif "DELETE FROM" in entry:
+        elif "DELETE FROM" in sql:
             counts["cleanup"] += 1
-        elif "unnest(" in entry:
+        elif "unnest(" in sql:
             counts["poll"] += 1
         else:
             counts["read"] += 1
@@ -285,7 +279,8 @@ def test_a_stalled_reader_on_the_other_process_is_cut_and_resumes(cluster):
             "RUN_EVENTS_BUFFER_BYTES": str(BUFFER_BYTES), "MAX_REQUEST_BYTES": str(len(BIG) + 100_000)}) as (
             _, b_server, a, b):
         started, thread_id, run_id = start(a, BIG)
-        stalled = _stalled_get(b_server.url, key, f"/v1/threads/{thread_id}/runs/{run_id}/events?userKey=alice")
+        stalled = stalled_request(b_server.url, key, "GET",
+                                  f"/v1/threads/{thread_id}/runs/{run_id}/events?userKey=alice")
         started.close()  # the run goes on without its own stream
         deadline = time.monotonic() + 120
         while not _finished(pg, run_id):
@@ -301,17 +296,6 @@ def test_a_stalled_reader_on_the_other_process_is_cut_and_resumes(cluster):
         rest = read_frames(events(b, thread_id, run_id, after=last))
         assert kept + rest == read_frames(events(b, thread_id, run_id))
         assert rest[-1][1]["type"] == "RUN_FINISHED"
-
-
-def _stalled_get(url: str, key: str, path: str) -> socket.socket:
-    """A GET on a socket with a tiny receive buffer that reads nothing yet."""
-    host, port = url.removeprefix("http://").split(":")
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    sock.connect((host, int(port)))
-    sock.sendall(b"GET %b HTTP/1.1\r\nHost: %b\r\nx-api-key: %b\r\nConnection: close\r\n\r\n"
-                 % (path.encode(), host.encode(), key.encode()))
-    return sock
 
 
 def _finished(pg: PgCluster, run_id: str) -> bool:

@@ -70,23 +70,28 @@ class PgCluster:
     def log_size(self) -> int:
         return os.path.getsize(self.dir + "/log")
 
-    def statements_since(self, offset: int) -> int:
-        """Statements in the server log (log_statement=all) after `offset`, transaction control left out."""
+    def statements(self, offset: int) -> list[str]:
+        """The SQL of each statement in the server log (log_statement=all) after `offset`, transaction
+        control left out; a statement spanning lines is one (its later lines start with a tab)."""
         with open(self.dir + "/log", "rb") as log:
             log.seek(offset)
-            lines = log.read().decode(errors="replace").splitlines()
-        count = 0
-        for line in lines:
+            entries = log.read().decode(errors="replace").replace("\n\t", " ").splitlines()
+        found = []
+        for entry in entries:
             for marker in ("LOG:  statement: ", "LOG:  execute "):
-                if marker in line:
-                    sql = line.split(marker, 1)[1]
+                if marker in entry:
+                    sql = entry.split(marker, 1)[1]
                     sql = sql.split(": ", 1)[1] if marker.endswith("execute ") else sql
                     # An empty query is the pool's health check of a connection it hands out
                     # (CONN_HEALTH_CHECKS): a round trip, not a statement.
                     if sql.strip() and not sql.lstrip().upper().startswith(
                             ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")):
-                        count += 1
-        return count
+                        found.append(sql)
+        return found
+
+    def statements_since(self, offset: int) -> int:
+        """How many statements the server log holds after `offset` (see `statements`)."""
+        return len(self.statements(offset))
 
     def halt(self) -> None:
         """Stops the server the way a failover or restart does: open connections are cut."""
