@@ -70,7 +70,8 @@ def _check_tool_results(thread: Thread, results: dict[str, Any]) -> None:
                       missingToolCallIds=missing, extraToolCallIds=extra)
 
 
-def run_start(*, principal: Principal, body: wire.CreateRunBody, thread_id: str | None) -> StartedRun:
+def run_start(*, principal: Principal, body: wire.CreateRunBody, thread_id: str | None,
+              tools: ProjectTools | None = None) -> StartedRun:
     """Checks a run request (spec section 3, checks 2-5), takes the lock and stores the new message.
 
     One transaction: the thread is read once, locked (`SELECT … FOR UPDATE`, scoped to the
@@ -78,14 +79,16 @@ def run_start(*, principal: Principal, body: wire.CreateRunBody, thread_id: str 
     messages), the abandoned calls' error results and the user's message are written in it, with
     the pending ids cleared there too. On a new thread (`thread_id` None) the thread is created in
     the same transaction, so a rejected request leaves nothing behind. The lock is taken straight
-    into STREAMING: the loop starts the model at once. Raises Problem for every rejection.
+    into STREAMING: the loop starts the model at once. `tools`, the project's server tools when the
+    caller read them already (runs/start.py), spare a new thread the statement that reads them.
+    Raises Problem for every rejection.
     """
     run = Run(previous_run_id=body.previous_run_id, model=body.model, request_params=_request_params(body),
               status=Run.Status.STREAMING, started_at=timezone.now())
     with transaction.atomic():
         if thread_id is None:
             thread, history = _start_new_thread(principal, body, run)
-            tools = project_tools_of(principal.project)
+            tools = tools if tools is not None else project_tools_of(principal.project)
         else:
             thread = _start_on_thread(principal, body, run, thread_id)
             tools = project_tools(thread)

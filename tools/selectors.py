@@ -13,7 +13,6 @@ from typing import Any
 from django.db.models import Aggregate, JSONField, OuterRef, Subquery
 from django.db.models.functions import JSONObject
 
-from projects.models import Project
 from tools.models import McpServer, ProjectTool
 
 _MCP_FIELDS = ("name", "transport", "command", "args", "env", "url", "headers")
@@ -62,8 +61,10 @@ def project_tools(row: Any) -> ProjectTools:
 
 
 def project_tools_of(project: Any) -> ProjectTools:
-    """The project's tools, one statement."""
-    return project_tools(Project.objects.filter(pk=project.pk).annotate(**tool_annotations("pk")).get())
+    """The project's tools, one statement (written once: tools/statements.py)."""
+    from tools.statements import project_tools_read  # it builds on this module
+
+    return project_tools_read(project.pk)
 
 
 def _json(value: Any) -> Any:
