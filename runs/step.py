@@ -8,12 +8,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from ag_ui.core import (BaseEvent, CustomEvent, TextMessageContentEvent, TextMessageEndEvent,
-                        TextMessageStartEvent, ToolCallArgsEvent, ToolCallEndEvent, ToolCallStartEvent)
+from ag_ui.core import (BaseEvent, CustomEvent, TextMessageEndEvent, TextMessageStartEvent, ToolCallArgsEvent,
+                        ToolCallEndEvent, ToolCallStartEvent)
 
 from clientsdk import wire
 from core.ids import new_id
 from providers.base import TextDelta, ToolCallDelta
+from runs.sse import text_content
 from runs.toolbox import Toolbox
 from tools.props_stream import PropsStream
 
@@ -78,8 +79,8 @@ class Step:
                 self.text_open = True
                 yield TextMessageStartEvent(message_id=self.message_id, role="assistant")
             self._text_parts.append(delta.text)
-            # Validated already (a non-empty str): the hot path skips pydantic's validation.
-            yield TextMessageContentEvent.model_construct(message_id=self.message_id, delta=delta.text)
+            # Validated already (a non-empty str): the hot path skips pydantic altogether.
+            yield text_content(self.message_id, delta.text)
             return
         call = self.calls.get(delta.index)
         if call is None:
