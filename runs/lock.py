@@ -22,6 +22,7 @@ from django.utils import timezone
 from core.problems import Problem
 from runs.models import Run
 from runs.recovery import DEAD_RUN_MESSAGE, log_dead_runs, partial_store
+from runs.statements import run_release
 from threads.models import LEASE_EXPIRED_CODE, LEASE_EXPIRED_ERROR, RunStatus, Thread
 from threads.services import thread_lock
 
@@ -124,17 +125,16 @@ def lock_release(*, thread_id: str, run_id: str, run_status: str, thread_fields:
     `run_fields` on the run (its token usage).
     """
     now = timezone.now()
+    # One conditional UPDATE is the check and the write: it takes the row lock and changes the row
+    # only while `run_id` holds the lock; the run's is written with it (runs/statements.py: one
+    # statement on PostgreSQL, two in this transaction on SQLite).
     with transaction.atomic():
-        # One conditional UPDATE is the check and the write: it takes the row lock and changes the
-        # row only while `run_id` holds the lock.
-        released = Thread.objects.filter(pk=thread_id, current_run_id=run_id).exclude(
-            run_status=RunStatus.IDLE).update(run_status=RunStatus.IDLE, current_run_id=None, lease_expires_at=None,
-                                              updated_at=now, **(thread_fields or {}))
-        if not released:
-            return False
-        Run.objects.filter(id=run_id).update(status=run_status, error_code=error_code,
-                                             error_message=error_message, finished_at=now, **(run_fields or {}))
-    return True
+        return run_release(
+            thread_id=thread_id, run_id=run_id,
+            thread_values={"run_status": RunStatus.IDLE, "current_run_id": None, "lease_expires_at": None,
+                           "updated_at": now, **(thread_fields or {})},
+            run_values={"status": run_status, "error_code": error_code, "error_message": error_message,
+                        "finished_at": now, **(run_fields or {})})
 
 
 def lock_request_cancel(*, thread_id: str, run_id: str) -> bool:
