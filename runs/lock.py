@@ -80,10 +80,10 @@ def lock_take(*, thread_id: str, run_id: str, in_lock: Callable[[Thread], Any] |
 
 
 def lock_take_created(*, thread: Thread, run_id: str, status: str = RunStatus.WAITING) -> None:
-    """Takes the lock of a thread created in the caller's open transaction: nobody else can see
-    the row yet, so there is nothing to check and no row lock to wait for."""
+    """Takes the lock of a thread about to be inserted in the caller's open transaction (as
+    threads.services `thread_create`'s `before_insert`): nobody else can see the row yet, so there is
+    nothing to check and no row lock to wait for, and the INSERT writes the lock."""
     _hold(thread, run_id, status)
-    thread.save(update_fields=["run_status", "current_run_id", "lease_expires_at", "status_message", "updated_at"])
 
 
 def _hold(thread: Thread, run_id: str, status: str) -> None:

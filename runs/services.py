@@ -102,13 +102,12 @@ def run_start(*, principal: Principal, body: wire.CreateRunBody, thread_id: str 
 def _start_new_thread(principal: Principal, body: wire.CreateRunBody, run: Run) -> tuple[Thread, list[Message]]:
     """Creates the thread, locked for `run`, and stores the input; returns it with its history.
     Caller holds the transaction."""
-    thread = _new_thread(principal, body)
+    thread = _new_thread(principal, body, run)
     _check_previous_run(thread, body)
     _check_tool_results(thread, _tool_results(body))
     run.thread = thread
     run.save(force_insert=True)
     stored = _store_input(thread, run, body, {})
-    lock_take_created(thread=thread, run_id=run.id, status=RunStatus.STREAMING)
     spec = getattr(body, "thread", None)
     # Without initial messages the history is exactly what was just stored: no need to read it back.
     history = selectors.message_list_all(thread=thread) if spec is not None and spec.initial_messages else stored
@@ -136,12 +135,14 @@ def _start_on_thread(principal: Principal, body: wire.CreateRunBody, run: Run, t
                      status=RunStatus.STREAMING)
 
 
-def _new_thread(principal: Principal, body: wire.CreateRunBody) -> Thread:
+def _new_thread(principal: Principal, body: wire.CreateRunBody, run: Run) -> Thread:
+    """The new thread, inserted holding the lock for `run`. Caller holds the transaction."""
     spec = getattr(body, "thread", None) or wire.NewThreadSpec()
     user_key = principal.user_key(spec.user_key or body.user_key)
     metadata = spec.metadata if spec.metadata is not None else getattr(body, "thread_metadata", None)
-    return thread_services.thread_create(project=principal.project, user_key=user_key, metadata=metadata,
-                                         initial_messages=spec.initial_messages or ())
+    return thread_services.thread_create(
+        project=principal.project, user_key=user_key, metadata=metadata, initial_messages=spec.initial_messages or (),
+        before_insert=lambda thread: lock_take_created(thread=thread, run_id=run.id, status=RunStatus.STREAMING))
 
 
 def _request_params(body: wire.CreateRunBody) -> dict[str, Any]:
