@@ -50,13 +50,14 @@ def _fail_dead_run(thread: Thread) -> None:
 
 def lock_take(*, thread_id: str, run_id: str, in_lock: Callable[[Thread], Any] | None = None,
               check: Callable[[Thread], Any] | None = None, queryset: QuerySet[Thread] | None = None,
-              status: str = RunStatus.WAITING) -> Thread:
+              status: str = RunStatus.WAITING, read: Callable[[str], Thread] | None = None) -> Thread:
     """Takes the run lock of a thread for `run_id` (IDLE → `status`, WAITING unless the caller
     starts streaming at once) and returns the locked thread.
 
     Holds the thread's row lock for one short transaction, taken by threads.services `thread_lock`
     on `queryset` (default all threads; a caller narrows it to what the requester may see, and may
-    annotate it to read more in the same statement). `check(thread)` runs first, on the locked row,
+    annotate it to read more in the same statement), or by `read(thread_id)` when given (a statement
+    written once that locks the row the same way: threads/statements.py). `check(thread)` runs first, on the locked row,
     for the checks that come before the lock's own (spec section 3). `in_lock(thread)` runs after
     the lock check, so the caller can write what must change atomically with the lock (the Run row,
     tool results, clearing pending ids); anything either raises rolls everything back. Raises
@@ -64,7 +65,7 @@ def lock_take(*, thread_id: str, run_id: str, in_lock: Callable[[Thread], Any] |
     lock; an expired lease is taken over and its run recorded as failed.
     """
     with transaction.atomic():
-        thread = thread_lock(thread_id=thread_id, queryset=queryset)
+        thread = read(thread_id) if read is not None else thread_lock(thread_id=thread_id, queryset=queryset)
         if check is not None:
             check(thread)
         if thread.run_status != RunStatus.IDLE:

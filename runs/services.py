@@ -19,8 +19,11 @@ from runs.tool_counts import TurnToolCounts
 from threads import selectors
 from threads import services as thread_services
 from threads.models import Message, RunStatus, Thread
-from tools.selectors import ProjectTools, project_tools, project_tools_of, tool_annotations
+from threads.statements import ScopedThreadLock
+from tools.selectors import ProjectTools, project_tools, project_tools_of
+from tools.statements import tool_columns
 
+_THREAD_AND_TOOLS = ScopedThreadLock(tool_columns, ("tools_enabled", "tools_mcp"))
 ABANDONED_TEXT = "The user sent a new message instead of answering this tool call."
 
 
@@ -130,8 +133,11 @@ def _start_on_thread(principal: Principal, body: wire.CreateRunBody, run: Run, t
         _store_input(locked, run, body, results)
         locked.pending_tool_call_ids = []
 
-    scope = Thread.objects.filter(project=principal.project, user_key=user_key).annotate(**tool_annotations())
-    return lock_take(thread_id=thread_id, run_id=run.id, check=check, in_lock=in_lock, queryset=scope,
+    def read(locked_id: str) -> Thread:
+        # The requester's thread with the project's tools, in one statement written once.
+        return _THREAD_AND_TOOLS.lock(thread_id=locked_id, project_id=principal.project.pk, user_key=user_key)
+
+    return lock_take(thread_id=thread_id, run_id=run.id, check=check, in_lock=in_lock, read=read,
                      status=RunStatus.STREAMING)
 
 

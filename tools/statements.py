@@ -1,7 +1,7 @@
 """The project's server tools as columns of a statement that reads the project row: no statement of
 their own on the run path (runs/start.py reads them with the API key, projects/key_lookup.py), and
-none to compile (core/statements.py). The same two JSON arrays as `tool_annotations`
-(tools/selectors.py), read back with `tools_of_values`.
+none to compile (core/statements.py); read back with `tools_of_values` (tools/selectors.py
+`project_tools`).
 """
 from __future__ import annotations
 
