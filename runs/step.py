@@ -14,7 +14,7 @@ from ag_ui.core import (BaseEvent, CustomEvent, TextMessageEndEvent, TextMessage
 from clientsdk import wire
 from core.ids import new_id
 from providers.base import TextDelta, ToolCallDelta
-from runs.sse import text_content
+from runs.stream.sse import text_content
 from runs.toolbox import Toolbox
 from tools.props_stream import PropsStream
 
