@@ -71,3 +71,24 @@ def execute(sql: str, params: Sequence[Any], *, using: str = "default") -> tuple
         cursor.execute(sql, params)
         rows = cursor.fetchall() if cursor.description else []
         return rows, cursor.rowcount
+
+
+class Insert:
+    """The INSERT of a whole row of `model` (every concrete column; the primary key must not be an
+    auto field: this code's ids are made in Python), written once. `save(obj)` is what
+    `obj.save(force_insert=True)` does for a model with no custom save and no save signals:
+    the fields' `pre_save` (defaults, `auto_now`) and preparation, then the statement."""
+
+    def __init__(self, model: type[Model]):
+        assert not model._meta.pk.get_internal_type().endswith("AutoField"), model
+        self.model = model
+        self.fields = list(model._meta.concrete_fields)
+        columns = ", ".join(quote(f.column) for f in self.fields)
+        values = ", ".join(["%s"] * len(self.fields))
+        self.sql = f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES ({values})"
+
+    def save(self, obj: Model, *, using: str = "default") -> Model:
+        connection = connections[using]
+        execute(self.sql, [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in self.fields], using=using)
+        obj._state.adding, obj._state.db = False, using
+        return obj

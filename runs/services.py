@@ -12,6 +12,7 @@ from django.utils import timezone
 from clientsdk import wire
 from core.ids import new_id
 from core.problems import Problem
+from core.statements import Insert
 from projects.auth import Principal
 from runs.lock import lock_release, lock_request_cancel, lock_take, lock_take_created
 from runs.models import Run
@@ -23,6 +24,7 @@ from threads.statements import ScopedThreadLock
 from tools.selectors import ProjectTools, project_tools, project_tools_of
 from tools.statements import tool_columns
 
+_RUN_INSERT = Insert(Run)
 _THREAD_AND_TOOLS = ScopedThreadLock(tool_columns, ("tools_enabled", "tools_mcp"))
 ABANDONED_TEXT = "The user sent a new message instead of answering this tool call."
 
@@ -109,7 +111,7 @@ def _start_new_thread(principal: Principal, body: wire.CreateRunBody, run: Run) 
     _check_previous_run(thread, body)
     _check_tool_results(thread, _tool_results(body))
     run.thread = thread
-    run.save(force_insert=True)
+    _RUN_INSERT.save(run)
     stored = _store_input(thread, run, body, {})
     spec = getattr(body, "thread", None)
     # Without initial messages the history is exactly what was just stored: no need to read it back.
@@ -129,7 +131,7 @@ def _start_on_thread(principal: Principal, body: wire.CreateRunBody, run: Run, t
 
     def in_lock(locked: Thread) -> None:
         run.thread = locked
-        run.save(force_insert=True)
+        _RUN_INSERT.save(run)
         _store_input(locked, run, body, results)
         locked.pending_tool_call_ids = []
 

@@ -10,8 +10,12 @@ from django.utils import timezone
 
 from clientsdk import wire
 from core.problems import Problem
+from core.statements import Insert
 from projects.models import Project
 from threads.models import Message, Thread
+
+_THREAD_INSERT = Insert(Thread)
+_MESSAGE_INSERT = Insert(Message)
 
 
 def thread_create(
@@ -26,11 +30,12 @@ def thread_create(
 ) -> Thread:
     """Creates a thread with its initial messages. `before_insert(thread)` may set more fields on
     the new row before its INSERT (the run path takes the run lock there: one statement, not two)."""
-    with transaction.atomic():
+    # No savepoint inside a caller's transaction (the run start's): a failure rolls that back anyway.
+    with transaction.atomic(savepoint=False):
         thread = Thread(project=project, user_key=user_key, metadata=metadata, name=name, external_id=external_id)
         if before_insert is not None:
             before_insert(thread)
-        thread.save(force_insert=True)
+        _THREAD_INSERT.save(thread)
         for initial in initial_messages:
             message_create(thread=thread, role=initial.role,
                            content=[b.wire() for b in initial.content], metadata=initial.metadata)
@@ -95,11 +100,12 @@ def message_create(
     external_id: str | None = None,
 ) -> Message:
     kwargs = {"id": message_id} if message_id else {}
-    return Message.objects.create(
+    # Written once, not compiled per message (core/statements.py): the run path stores several per run.
+    return _MESSAGE_INSERT.save(Message(
         thread=thread, role=role, content=content, run_id=run_id, tool_call_id=tool_call_id,
         parent_message_id=parent_message_id, metadata=metadata, additional_context=additional_context,
         is_cancelled=is_cancelled, external_id=external_id, **kwargs,
-    )
+    ))
 
 
 def component_state_set(*, thread: Thread, component_id: str, state: dict[str, Any] | None,
