@@ -7,7 +7,9 @@ serialises the same read-check-write). No transaction is ever held while a model
 
 The lock carries an expiry that the streaming process renews (`lock_renew`, batched per process).
 A holder that died stops renewing; the next taker then takes the lock over and records the dead
-run as failed, so a thread is never locked forever.
+run as failed, so a thread is never locked forever. What recording it means (the run's row, its
+checkpointed text, its event log) is crash recovery's (runs/recovery/leases.py), which registers it
+here when Django starts (runs/apps.py): the lock only knows that a lease expired.
 """
 from __future__ import annotations
 
@@ -21,8 +23,7 @@ from django.utils import timezone
 
 from core.problems import Problem
 from runs.models import Run
-from runs.recovery.leases import DEAD_RUN_MESSAGE, log_dead_runs, partial_store
-from threads.models import LEASE_EXPIRED_CODE, LEASE_EXPIRED_ERROR, RunStatus, Thread
+from threads.models import LEASE_EXPIRED_CODE, RunStatus, Thread  # noqa: F401 - LEASE_EXPIRED_CODE for callers
 from threads.services import thread_lock
 
 
@@ -32,19 +33,14 @@ def _lease_deadline():
 
 FINAL_RUN_STATUSES = (Run.Status.COMPLETED, Run.Status.CANCELLED, Run.Status.FAILED)
 
+_takeover: Callable[[Thread], None] | None = None
 
-def _fail_dead_run(thread: Thread) -> None:
-    """Records the run of an expired lease as failed and stores its checkpointed text as a
-    cancelled assistant message (spec section 14). Caller holds the thread's row lock."""
-    now = timezone.now()
-    dead = Run.objects.filter(id=thread.current_run_id).exclude(status__in=FINAL_RUN_STATUSES).first()
-    if dead is not None:
-        Run.objects.filter(id=dead.id).update(status=Run.Status.FAILED, error_code=LEASE_EXPIRED_CODE,
-                                              error_message=DEAD_RUN_MESSAGE, finished_at=now)
-        partial_store(thread=thread, run=dead)
-        log_dead_runs(run_ids=[dead.id])
-    thread.last_run_error = dict(LEASE_EXPIRED_ERROR)
-    thread.last_run_cancelled = None
+
+def lock_takeover_register(record: Callable[[Thread], None]) -> None:
+    """Sets what taking over an expired lease records about the run that held it: `record(thread)`
+    runs with the thread's row lock held, before the new holder's `in_lock`."""
+    global _takeover
+    _takeover = record
 
 
 def lock_take(*, thread_id: str, run_id: str, in_lock: Callable[[Thread], Any] | None = None,
@@ -70,7 +66,10 @@ def lock_take(*, thread_id: str, run_id: str, in_lock: Callable[[Thread], Any] |
             if thread.has_live_run:
                 raise Problem(409, "CONCURRENT_RUN", "Another run is active on this thread.",
                               currentRunId=thread.current_run_id)
-            _fail_dead_run(thread)
+            if _takeover is None:
+                # Never taken over silently: a dead run left unrecorded would stay "streaming" for good.
+                raise RuntimeError("No lease takeover registered: the runs app is not ready (runs/apps.py).")
+            _takeover(thread)
         if in_lock is not None:
             in_lock(thread)
         _hold(thread, run_id, status)
