@@ -19,8 +19,11 @@ from runs.tool_counts import TurnToolCounts
 from threads import selectors
 from threads import services as thread_services
 from threads.models import Message, RunStatus, Thread
-from tools.selectors import ProjectTools, project_tools, project_tools_of, tool_annotations
+from threads.statements import ScopedThreadLock
+from tools.selectors import ProjectTools, project_tools, project_tools_of
+from tools.statements import tool_columns
 
+_THREAD_AND_TOOLS = ScopedThreadLock(tool_columns, ("tools_enabled", "tools_mcp"))
 ABANDONED_TEXT = "The user sent a new message instead of answering this tool call."
 
 
@@ -70,7 +73,8 @@ def _check_tool_results(thread: Thread, results: dict[str, Any]) -> None:
                       missingToolCallIds=missing, extraToolCallIds=extra)
 
 
-def run_start(*, principal: Principal, body: wire.CreateRunBody, thread_id: str | None) -> StartedRun:
+def run_start(*, principal: Principal, body: wire.CreateRunBody, thread_id: str | None,
+              tools: ProjectTools | None = None) -> StartedRun:
     """Checks a run request (spec section 3, checks 2-5), takes the lock and stores the new message.
 
     One transaction: the thread is read once, locked (`SELECT … FOR UPDATE`, scoped to the
@@ -78,14 +82,16 @@ def run_start(*, principal: Principal, body: wire.CreateRunBody, thread_id: str 
     messages), the abandoned calls' error results and the user's message are written in it, with
     the pending ids cleared there too. On a new thread (`thread_id` None) the thread is created in
     the same transaction, so a rejected request leaves nothing behind. The lock is taken straight
-    into STREAMING: the loop starts the model at once. Raises Problem for every rejection.
+    into STREAMING: the loop starts the model at once. `tools`, the project's server tools when the
+    caller read them already (runs/start.py), spare a new thread the statement that reads them.
+    Raises Problem for every rejection.
     """
     run = Run(previous_run_id=body.previous_run_id, model=body.model, request_params=_request_params(body),
               status=Run.Status.STREAMING, started_at=timezone.now())
     with transaction.atomic():
         if thread_id is None:
             thread, history = _start_new_thread(principal, body, run)
-            tools = project_tools_of(principal.project)
+            tools = tools if tools is not None else project_tools_of(principal.project)
         else:
             thread = _start_on_thread(principal, body, run, thread_id)
             tools = project_tools(thread)
@@ -99,13 +105,12 @@ def run_start(*, principal: Principal, body: wire.CreateRunBody, thread_id: str 
 def _start_new_thread(principal: Principal, body: wire.CreateRunBody, run: Run) -> tuple[Thread, list[Message]]:
     """Creates the thread, locked for `run`, and stores the input; returns it with its history.
     Caller holds the transaction."""
-    thread = _new_thread(principal, body)
+    thread = _new_thread(principal, body, run)
     _check_previous_run(thread, body)
     _check_tool_results(thread, _tool_results(body))
     run.thread = thread
     run.save(force_insert=True)
     stored = _store_input(thread, run, body, {})
-    lock_take_created(thread=thread, run_id=run.id, status=RunStatus.STREAMING)
     spec = getattr(body, "thread", None)
     # Without initial messages the history is exactly what was just stored: no need to read it back.
     history = selectors.message_list_all(thread=thread) if spec is not None and spec.initial_messages else stored
@@ -128,17 +133,22 @@ def _start_on_thread(principal: Principal, body: wire.CreateRunBody, run: Run, t
         _store_input(locked, run, body, results)
         locked.pending_tool_call_ids = []
 
-    scope = Thread.objects.filter(project=principal.project, user_key=user_key).annotate(**tool_annotations())
-    return lock_take(thread_id=thread_id, run_id=run.id, check=check, in_lock=in_lock, queryset=scope,
+    def read(locked_id: str) -> Thread:
+        # The requester's thread with the project's tools, in one statement written once.
+        return _THREAD_AND_TOOLS.lock(thread_id=locked_id, project_id=principal.project.pk, user_key=user_key)
+
+    return lock_take(thread_id=thread_id, run_id=run.id, check=check, in_lock=in_lock, read=read,
                      status=RunStatus.STREAMING)
 
 
-def _new_thread(principal: Principal, body: wire.CreateRunBody) -> Thread:
+def _new_thread(principal: Principal, body: wire.CreateRunBody, run: Run) -> Thread:
+    """The new thread, inserted holding the lock for `run`. Caller holds the transaction."""
     spec = getattr(body, "thread", None) or wire.NewThreadSpec()
     user_key = principal.user_key(spec.user_key or body.user_key)
     metadata = spec.metadata if spec.metadata is not None else getattr(body, "thread_metadata", None)
-    return thread_services.thread_create(project=principal.project, user_key=user_key, metadata=metadata,
-                                         initial_messages=spec.initial_messages or ())
+    return thread_services.thread_create(
+        project=principal.project, user_key=user_key, metadata=metadata, initial_messages=spec.initial_messages or (),
+        before_insert=lambda thread: lock_take_created(thread=thread, run_id=run.id, status=RunStatus.STREAMING))
 
 
 def _request_params(body: wire.CreateRunBody) -> dict[str, Any]:

@@ -16,15 +16,14 @@ from django.views.decorators.http import require_http_methods
 
 from clientsdk import wire
 from core.db import db_call
-from core.input_guard import request_json
 from core.problems import Problem, response_for
 from core.sse import sse_response
-from core.validation import parse_body
 from projects.auth import principal_aresolve
 from providers import get_provider
 from runs import services
 from runs.control import RunControl, watcher
 from runs.loop import advance
+from runs.start import run_start_request
 from runs.stream.feeds import Feed, flusher, read
 from runs.stream.guard import encode_into
 
@@ -45,10 +44,8 @@ async def create_run(request: HttpRequest, thread_id: str) -> HttpResponse:
 
 async def _start(request: HttpRequest, thread_id: str | None) -> HttpResponse:
     try:
-        principal = await principal_aresolve(request)
-        model = wire.CreateThreadWithRunBody if thread_id is None else wire.CreateRunBody
-        body = parse_body(model, request_json(request))
-        started = await run_start_shielded(services.run_start, principal=principal, body=body, thread_id=thread_id)
+        # Authentication, the body and the start: one database call (runs/start.py).
+        started = await run_start_shielded(run_start_request, request=request, thread_id=thread_id)
     except Problem as problem:
         return response_for(problem, request.path)
     response = stream_run(started)
