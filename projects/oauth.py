@@ -76,7 +76,7 @@ def token_exchange(*, raw_key: str | None, request: HttpRequest) -> IssuedToken:
         raise ClientRefused()
     token = _subject_token(_form(request))
     subject = user_tokens.subject_token_verify(project=key.project, token=token)
-    issued = user_tokens.access_token_issue(project_id=key.project.pk, user_key=subject.user_key,
+    issued = user_tokens.access_token_issue(project=key.project, user_key=subject.user_key,
                                             api_key_id=key.pk, subject_expires_at=subject.expires_at)
     api_key_touch(key)
     return issued
