@@ -11,6 +11,7 @@ from django.utils import timezone
 from clientsdk import wire
 from core.problems import Problem
 from projects.models import Project
+from threads.initial_messages import initial_messages_check
 from threads.models import Message, Thread
 
 
@@ -23,6 +24,8 @@ def thread_create(
     name: str | None = None,
     external_id: str | None = None,
 ) -> Thread:
+    initial_messages = list(initial_messages)
+    initial_messages_check(project=project, messages=initial_messages, field="initialMessages")
     with transaction.atomic():
         thread = Thread.objects.create(project=project, user_key=user_key, metadata=metadata, name=name,
                                        external_id=external_id)
