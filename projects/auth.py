@@ -17,7 +17,7 @@ from rest_framework import authentication
 
 from core.db import db_call
 from core.problems import Problem, validation_error
-from projects import identities, user_tokens
+from projects import access, identities, user_tokens
 from projects.models import ApiKey, Project, hash_api_key
 
 UNAUTHORIZED = Problem(401, "UNAUTHORIZED", "A valid x-api-key header is required.")
@@ -42,6 +42,7 @@ class Principal:
             return self._token_user(raw)
         if not isinstance(raw, str) or not raw.strip():
             raise validation_error("userKey is required.", field="userKey")
+        access.user_key_allowed(self.project)
         value = raw.strip()
         if len(value) > identities.USER_KEY_MAX_LENGTH:
             raise validation_error(f"userKey must be at most {identities.USER_KEY_MAX_LENGTH} characters.",
@@ -151,11 +152,14 @@ def principal_resolve(request) -> Principal:
     raw = _key_from_headers(request.META)
     bearer = _bearer_from_headers(request.META)
     if bearer:
-        return principal_for_bearer(bearer, raw)
+        principal = principal_for_bearer(bearer, raw)
+        access.origin_check(principal.project, request.META)
+        return principal
     if raw:
         principal = principal_for_key(raw)
         if principal is None:
             raise UNAUTHORIZED
+        access.origin_check(principal.project, request.META)
         return principal
     user = getattr(request, "user", None)
     if user is not None and user.is_authenticated:
