@@ -90,3 +90,7 @@ class ApiKey(models.Model):
             project=project, name=name, prefix=raw[:11], hashed_key=hash_api_key(raw)
         )
         return key, raw
+
+
+# The limits' counters live in a module of their own (projects/limits.py); imported so Django finds them.
+from projects.limit_models import LimitCounter  # noqa: E402,F401

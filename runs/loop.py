@@ -18,6 +18,7 @@ from clientsdk import wire
 from core.db import db_call
 from core.problems import is_database_unavailable
 from projects.config import project_settings
+from projects.limits import budget_check
 from providers.base import ModelError, ModelRequest, Provider, StepEnd
 from runs import services, settle
 from runs.control import RunCancelled, RunControl
@@ -84,6 +85,7 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
         for _ in range(MAX_STEPS):
             persisted = None  # a cancel from here on leaves the previous, finished step alone
             control.check()
+            budget_check(started.budget, run.usage)
             step = control.step = Step(message_id=services.message_id_new(), toolbox=toolbox)
             async for event in _model_step(step, messages, started, provider, control):
                 yield event
