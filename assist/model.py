@@ -8,7 +8,7 @@ from core.problems import Problem
 from projects import limits
 from providers import get_provider
 from providers.base import Completion, ModelError, ModelRequest
-from runs.history import block_text
+from threads.content import block_text
 from threads.models import Message
 
 
