@@ -16,6 +16,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from core.db import db_call
 from core.input_guard import request_json
 from core.problems import Problem, is_database_unavailable, unavailable
 from core.sanity import InputError
@@ -26,6 +27,7 @@ from gateway.errors import (RATE_LIMIT, SERVER_ERROR, GatewayError, from_model_e
 from gateway.models import model_get, model_list, model_resolve
 from gateway.ratelimit import rate_limit_hit
 from gateway.translate import parse_chat_request
+from projects import limits
 from projects.auth import Principal, principal_aresolve
 from providers import get_provider
 from providers.base import Delta, ModelError, StepEnd
@@ -47,8 +49,9 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
             raise GatewayError(429, "Too many requests for this API key; try again later.", type_=RATE_LIMIT,
                                code="rate_limit_exceeded", retry_after=wait)
         chat = parse_chat_request(_body(request))
+        await _admit(principal)
         route = model_resolve(requested=chat.model)
-        deltas = get_provider(route.provider).stream(chat.model_request(route.model))
+        deltas = _counted(get_provider(route.provider).stream(chat.model_request(route.model)), principal)
         if not chat.stream:
             return JsonResponse(await _whole(deltas, route.alias))
         first = await _first(deltas)
@@ -94,6 +97,26 @@ async def _principal(request: HttpRequest) -> Principal:
             raise GatewayError(401, "A valid project API key is required (Authorization: Bearer <key> or "
                                     "x-api-key).", code="invalid_api_key") from None
         raise GatewayError(problem.status, problem.detail, code=problem.code.lower()) from None
+
+
+async def _admit(principal: Principal) -> None:
+    """The project's run rate and token budget (projects/limits.py); the gateway names no end user."""
+    try:
+        await db_call(limits.call_admit, project=principal.project, user_key=None)
+    except Problem as problem:
+        raise GatewayError(problem.status, problem.detail, type_=RATE_LIMIT, code=problem.code.lower(),
+                           retry_after=problem.extra.get("retryAfter")) from None
+
+
+async def _counted(deltas: AsyncIterator[Delta], principal: Principal) -> AsyncIterator[Delta]:
+    """The provider's deltas; the call's tokens are counted against the budgets when its end arrives."""
+    try:
+        async for delta in deltas:
+            if isinstance(delta, StepEnd) and delta.usage:
+                await db_call(limits.call_record, project=principal.project, user_key=None, usage=delta.usage)
+            yield delta
+    finally:
+        await deltas.aclose()
 
 
 def _body(request: HttpRequest) -> Any:

@@ -17,6 +17,8 @@ from ag_ui.core import (BaseEvent, CustomEvent, RunErrorEvent, RunFinishedEvent,
 from clientsdk import wire
 from core.db import db_call
 from core.problems import is_database_unavailable
+from projects.config import project_settings
+from projects.limits import budget_check
 from providers.base import ModelError, ModelRequest, Provider, StepEnd
 from runs import services
 from runs.control import RunCancelled, RunControl
@@ -79,10 +81,12 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
     try:
         # run_start took the lock straight into STREAMING and read the project's tools with it.
         toolbox = await _toolbox(started)
-        messages = build_model_messages(thread.project.system_prompt, started.history)
+        messages = build_model_messages(thread.project.system_prompt, started.history,
+                                        allow_override=project_settings(thread.project).allow_system_prompt_override)
         for _ in range(MAX_STEPS):
             persisted = None  # a cancel from here on leaves the previous, finished step alone
             control.check()
+            budget_check(started.budget, run.usage)
             step = control.step = Step(message_id=services.message_id_new(), toolbox=toolbox)
             async for event in _model_step(step, messages, started, provider, control):
                 yield event

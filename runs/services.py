@@ -12,6 +12,7 @@ from django.utils import timezone
 from clientsdk import wire
 from core.ids import new_id
 from core.problems import Problem
+from projects import limits
 from projects.auth import Principal
 from runs.lock import lock_release, lock_request_cancel, lock_take, lock_take_created
 from runs.models import Run
@@ -37,6 +38,7 @@ class StartedRun:
     history: list[Message]
     created_thread: bool = False
     tools: ProjectTools = field(default_factory=ProjectTools)  # the project's server tools, read with the lock
+    budget: limits.Budget | None = None  # the tokens the run may still spend (projects/limits.py)
     tool_counts: TurnToolCounts = field(init=False)  # from the calls made earlier in this user turn
 
     def __post_init__(self) -> None:
@@ -86,6 +88,8 @@ def run_start(*, principal: Principal, body: wire.CreateRunBody, thread_id: str 
     caller read them already (runs/start.py), spare a new thread the statement that reads them.
     Raises Problem for every rejection.
     """
+    # Limits before the lock (429 RATE_LIMITED / BUDGET_EXCEEDED), in one statement of their own.
+    budget = limits.call_admit(project=principal.project, user_key=_run_user(principal, body, thread_id))
     run = Run(previous_run_id=body.previous_run_id, model=body.model, request_params=_request_params(body),
               status=Run.Status.STREAMING, started_at=timezone.now())
     with transaction.atomic():
@@ -98,7 +102,7 @@ def run_start(*, principal: Principal, body: wire.CreateRunBody, thread_id: str 
             history = selectors.message_list_all(thread=thread)
     thread.project = principal.project  # the loop reads it from async code: no lazy loads there
     started = StartedRun(thread=thread, run=run, body=body, history=history, created_thread=thread_id is None,
-                         tools=tools)
+                         tools=tools, budget=budget)
     return started
 
 
@@ -139,6 +143,11 @@ def _start_on_thread(principal: Principal, body: wire.CreateRunBody, run: Run, t
 
     return lock_take(thread_id=thread_id, run_id=run.id, check=check, in_lock=in_lock, read=read,
                      status=RunStatus.STREAMING)
+
+
+def _run_user(principal: Principal, body: wire.CreateRunBody, thread_id: str | None) -> str:
+    spec = getattr(body, "thread", None) if thread_id is None else None
+    return principal.user_key((spec.user_key if spec is not None else None) or body.user_key)
 
 
 def _new_thread(principal: Principal, body: wire.CreateRunBody, run: Run) -> Thread:
@@ -224,6 +233,7 @@ def message_mark_cancelled(*, message_id: str) -> None:
 
 
 def run_pause(*, thread: Thread, run: Run, pending_ids: list[str]) -> bool:
+    _usage_record(thread, run)
     return lock_release(thread_id=thread.id, run_id=run.id, run_status=Run.Status.AWAITING_INPUT,
                         thread_fields={"pending_tool_call_ids": pending_ids, "last_completed_run_id": run.id,
                                        "last_run_cancelled": None, "last_run_error": None},
@@ -231,6 +241,7 @@ def run_pause(*, thread: Thread, run: Run, pending_ids: list[str]) -> bool:
 
 
 def run_complete(*, thread: Thread, run: Run) -> bool:
+    _usage_record(thread, run)
     return lock_release(thread_id=thread.id, run_id=run.id, run_status=Run.Status.COMPLETED,
                         thread_fields={"pending_tool_call_ids": [], "last_completed_run_id": run.id,
                                        "last_run_cancelled": None, "last_run_error": None},
@@ -239,6 +250,7 @@ def run_complete(*, thread: Thread, run: Run) -> bool:
 
 def run_cancel(*, thread: Thread, run: Run) -> bool:
     # A cancelled run still counts as the last completed one, so the next message can follow it.
+    _usage_record(thread, run)
     return lock_release(thread_id=thread.id, run_id=run.id, run_status=Run.Status.CANCELLED,
                         thread_fields={"pending_tool_call_ids": [], "last_completed_run_id": run.id,
                                        "last_run_cancelled": True, "last_run_error": None},
@@ -246,11 +258,17 @@ def run_cancel(*, thread: Thread, run: Run) -> bool:
 
 
 def run_fail(*, thread: Thread, run: Run, code: str, message: str) -> bool:
+    _usage_record(thread, run)
     return lock_release(thread_id=thread.id, run_id=run.id, run_status=Run.Status.FAILED,
                         thread_fields={"pending_tool_call_ids": [], "last_completed_run_id": run.id,
                                        "last_run_cancelled": None,
                                        "last_run_error": {"code": code, "message": message}},
                         error_code=code, error_message=message, run_fields=_run_fields(run))
+
+
+def _usage_record(thread: Thread, run: Run) -> None:
+    # With the run's end, never per step: the tokens spent whatever way the run ended (a lost lock too).
+    limits.call_record(project=thread.project, user_key=thread.user_key, usage=run.usage)
 
 
 def _run_fields(run: Run) -> dict[str, Any]:

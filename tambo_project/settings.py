@@ -13,8 +13,14 @@ env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env") if (BASE_DIR / ".env").exists() else None
 
 DEBUG = env.bool("DEBUG", default=False)
-# The default key is only good for a laptop; docker-compose and real deployments set SECRET_KEY.
-SECRET_KEY = env.str("SECRET_KEY", default="dev-only-insecure-key-change-me")
+# Keys everyone can read in this repository. Served with one, anyone could sign sessions and CSRF tokens;
+# so with DEBUG off the server refuses to start (bin/serve generates a key of its own in var/).
+PUBLIC_SECRET_KEYS = ("dev-only-insecure-key-change-me", "change-me-in-production", "")
+SECRET_KEY = env.str("SECRET_KEY", default=PUBLIC_SECRET_KEYS[0])
+if not DEBUG and SECRET_KEY in PUBLIC_SECRET_KEYS:
+    raise environ.ImproperlyConfigured(
+        "SECRET_KEY is unset or a public development value: set SECRET_KEY to a long random secret "
+        "(bin/serve keeps one in var/secret_key), or DEBUG=true on a development machine.")
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["*"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 # Origins whose browser apps may call /v1 and /api with an API key ("*": any; never with cookies).

@@ -11,6 +11,7 @@ from django.utils import timezone
 from clientsdk import wire
 from core.problems import Problem
 from projects.models import Project
+from threads.initial_messages import initial_messages_check
 from threads.models import Message, Thread
 
 
@@ -26,6 +27,8 @@ def thread_create(
 ) -> Thread:
     """Creates a thread with its initial messages. `before_insert(thread)` may set more fields on
     the new row before its INSERT (the run path takes the run lock there: one statement, not two)."""
+    initial_messages = list(initial_messages)
+    initial_messages_check(project=project, messages=initial_messages, field="initialMessages")
     with transaction.atomic():
         thread = Thread(project=project, user_key=user_key, metadata=metadata, name=name, external_id=external_id)
         if before_insert is not None:

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from clientsdk import wire
 from core.problems import Problem, validation_error
+from projects import limits
 from projects.auth import Principal
 from projects.models import Project
 from runs.agui import protocol as agui
@@ -40,6 +41,7 @@ def agui_run_start(*, principal: Principal, run_input: RunAgentInput) -> Started
     """
     agui.check_input(run_input, max_messages=settings.AGUI_MAX_MESSAGES)
     user_key = _user_key(principal, run_input)
+    budget = limits.call_admit(project=principal.project, user_key=user_key)
     tools = agui.client_tools(run_input)
     with transaction.atomic():
         thread = _thread_for(principal.project, user_key, run_input.thread_id)
@@ -64,7 +66,7 @@ def agui_run_start(*, principal: Principal, run_input: RunAgentInput) -> Started
         history = selectors.message_list_all(thread=thread)
         tools = project_tools_of(principal.project)
     thread.project = principal.project  # the loop reads it from async code: no lazy loads there
-    started = StartedRun(thread=thread, run=run, body=body, history=history, tools=tools)
+    started = StartedRun(thread=thread, run=run, body=body, history=history, tools=tools, budget=budget)
     return started
 
 
