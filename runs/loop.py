@@ -160,15 +160,19 @@ async def _model_step(step: Step, messages: list[dict], started: StartedRun, pro
         tool_choice=tool_choice if isinstance(tool_choice, str) or tool_choice is None else {"name": tool_choice.name},
         model=body.model, max_tokens=body.max_tokens, temperature=body.temperature,
     )
-    async for delta in control.stream(provider.stream(request)):
-        if isinstance(delta, StepEnd):
-            step.finish_reason = delta.finish_reason
-            if delta.usage:
-                # Kept on the run in memory; step_persist writes it with the step's message.
-                started.run.usage = services.usage_add(started.run.usage, delta.usage)
-            continue
-        for event in step.on_delta(delta):
-            yield event
+    try:
+        async for delta in control.stream(provider.stream(request)):
+            if isinstance(delta, StepEnd):
+                step.finish_reason = delta.finish_reason
+                if delta.usage:
+                    # Kept on the run in memory; step_persist writes it with the step's message.
+                    started.run.usage = services.usage_add(started.run.usage, delta.usage)
+                continue
+            for event in step.on_delta(delta):
+                yield event
+    finally:
+        # Which model answered (and the fallbacks on the way) is stored with how the run ends.
+        services.run_note_model(run=started.run, models=provider)
     for event in step.finish():
         yield event
 

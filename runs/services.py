@@ -13,9 +13,11 @@ from clientsdk import wire
 from core.ids import new_id
 from core.problems import Problem
 from projects.auth import Principal
+from projects.models_config import model_chain_for
+from providers.chain import ModelChain
 from runs.lock import lock_release, lock_request_cancel, lock_take, lock_take_created
 from runs.models import Run
-from runs.tool_counts import TurnToolCounts
+from runs.tool_counts import TurnToolCounts, turn_limit
 from threads import selectors
 from threads import services as thread_services
 from threads.models import Message, RunStatus, Thread
@@ -35,10 +37,11 @@ class StartedRun:
     created_thread: bool = False
     tools: ProjectTools = field(default_factory=ProjectTools)  # the project's server tools, read with the lock
     tool_counts: TurnToolCounts = field(init=False)  # from the calls made earlier in this user turn
+    models: ModelChain | None = None  # the project's models for this run (projects/models_config.py)
 
     def __post_init__(self) -> None:
-        turn_limit = self.thread.project.max_tool_calls_per_turn or settings.MAX_TOOL_CALLS_PER_TURN
-        self.tool_counts = TurnToolCounts.of_turn(self.history, turn_limit=turn_limit,
+        limit = turn_limit(self.thread.project.max_tool_calls_per_turn, settings.MAX_TOOL_CALLS_PER_TURN)
+        self.tool_counts = TurnToolCounts.of_turn(self.history, turn_limit=limit,
                                                   max_identical=settings.MAX_IDENTICAL_TOOL_CALLS)
 
 
@@ -80,6 +83,8 @@ def run_start(*, principal: Principal, body: wire.CreateRunBody, thread_id: str 
     the same transaction, so a rejected request leaves nothing behind. The lock is taken straight
     into STREAMING: the loop starts the model at once. Raises Problem for every rejection.
     """
+    # Before the transaction: a model the project does not offer is refused with nothing stored.
+    models = model_chain_for(principal.project, requested=body.model)
     run = Run(previous_run_id=body.previous_run_id, model=body.model, request_params=_request_params(body),
               status=Run.Status.STREAMING, started_at=timezone.now())
     with transaction.atomic():
@@ -92,7 +97,7 @@ def run_start(*, principal: Principal, body: wire.CreateRunBody, thread_id: str 
             history = selectors.message_list_all(thread=thread)
     thread.project = principal.project  # the loop reads it from async code: no lazy loads there
     started = StartedRun(thread=thread, run=run, body=body, history=history, created_thread=thread_id is None,
-                         tools=tools)
+                         tools=tools, models=models)
     return started
 
 
@@ -244,8 +249,23 @@ def run_fail(*, thread: Thread, run: Run, code: str, message: str) -> bool:
 
 
 def _run_fields(run: Run) -> dict[str, Any]:
-    # The token usage summed over the run's steps is stored once, with how the run ended.
-    return {"usage": run.usage} if run.usage is not None else {}
+    # The token usage summed over the run's steps, and which model answered, are stored once, with
+    # how the run ended.
+    fields: dict[str, Any] = {"usage": run.usage} if run.usage is not None else {}
+    if run.answered_model:
+        fields["answered_model"] = run.answered_model
+    if run.model_fallbacks:
+        fields["model_fallbacks"] = run.model_fallbacks
+    return fields
+
+
+def run_note_model(*, run: Run, models: Any) -> None:
+    """Notes on `run` (in memory; stored by the release) which of its models answered and the
+    fallbacks taken, as a ModelChain reports them after a step."""
+    answered = getattr(models, "answered", None)
+    if answered is not None:
+        run.answered_model = answered.label
+    run.model_fallbacks = list(getattr(models, "fallbacks", None) or [])
 
 
 def run_cancel_request(*, principal: Principal, thread_id: str, run_id: str, user_key_raw: object) -> None:

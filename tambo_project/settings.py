@@ -191,6 +191,13 @@ OPENAI_TIMEOUT = env.float("OPENAI_TIMEOUT", default=60.0)
 ANTHROPIC_API_KEY = env.str("ANTHROPIC_API_KEY", default="")
 ANTHROPIC_BASE_URL = env.str("ANTHROPIC_BASE_URL", default="") or None
 ANTHROPIC_MODEL = env.str("ANTHROPIC_MODEL", default="claude-sonnet-4-5")
+# Parameters sent with every model call unless the project or the run sets them (JSON object).
+MODEL_PARAMETERS = env.json("MODEL_PARAMETERS", default={})
+if not isinstance(MODEL_PARAMETERS, dict):
+    raise environ.ImproperlyConfigured("MODEL_PARAMETERS must be a JSON object")
+# Fernet keys encrypting the secrets stored in project settings (projects/secrets.py): comma-separated,
+# the first encrypts, all decrypt (rotation: a new key first, then `manage.py rotate_secrets`).
+SECRETS_KEYS = env.list("SECRETS_KEYS", default=[])
 # "openai" when a key or base URL is configured, else the built-in offline model.
 MODEL_PROVIDER = env.str(
     "MODEL_PROVIDER", default="openai" if (OPENAI_API_KEY or OPENAI_BASE_URL) else "offline"
