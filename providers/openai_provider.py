@@ -13,8 +13,8 @@ import openai
 import orjson
 
 from clientsdk.retry_after import retry_after_seconds
-from providers.base import (Completion, Delta, ModelError, ModelRequest, ModelTool, StepEnd, TextDelta,
-                            ToolCallDelta)
+from providers.base import (Completion, Delta, ModelError, ModelRequest, ModelTool, ReasoningDelta, StepEnd,
+                            TextDelta, ToolCallDelta)
 
 _TOOL_CHOICE_WORDS = ("auto", "required", "none")
 
@@ -258,6 +258,11 @@ class _StepFold:
 
     def _deltas(self, delta: dict[str, Any]) -> list[Delta]:
         out: list[Delta] = []
+        # Reasoning models behind OpenAI-compatible endpoints stream their reasoning as
+        # `reasoning_content` (DeepSeek, vLLM, Ollama) or `reasoning` (OpenRouter, Groq).
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            out.append(ReasoningDelta(reasoning))
         content = delta.get("content")
         if content:
             out.append(TextDelta(content))

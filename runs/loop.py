@@ -86,7 +86,8 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
             async for event in _model_step(step, messages, started, provider, control):
                 yield event
             await db_call(services.step_persist, thread=thread, run=run, message_id=step.message_id,
-                          content=step.content(), cancelled=False)
+                          content=step.content(), cancelled=False, reasoning=step.reasoning.texts(),
+                          reasoning_duration_ms=step.reasoning.duration_ms)
             persisted, step = step, None
             control.step = None  # stored: nothing left to checkpoint or to store after a crash
             messages.append(persisted.model_message())
@@ -238,9 +239,11 @@ async def _save_partial(started: StartedRun, step: Step | None, cancelled: bool,
     else:
         step.cancel()
         step_content, message_id = step.content(), step.message_id
-    if step_content or cancelled:
+    reasoning = step.reasoning.texts() if step is not None else None
+    if step_content or cancelled or reasoning:
         await db_call(services.step_persist, thread=started.thread, run=started.run, message_id=message_id,
-                      content=step_content, cancelled=cancelled)
+                      content=step_content, cancelled=cancelled, reasoning=reasoning,
+                      reasoning_duration_ms=step.reasoning.duration_ms if step is not None else None)
 
 
 async def _end_cancelled(started: StartedRun, control: RunControl, step: Step | None,
