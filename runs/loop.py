@@ -18,7 +18,7 @@ from clientsdk import wire
 from core.db import db_call
 from core.problems import is_database_unavailable
 from providers.base import ModelError, ModelRequest, Provider, StepEnd
-from runs import services, settle
+from runs import context_budget, services, settle
 from runs.control import RunCancelled, RunControl
 from runs.history import build_model_messages, component_result_text, result_text
 from runs.lock import LEASE_EXPIRED_CODE
@@ -156,8 +156,10 @@ async def _model_step(step: Step, messages: list[dict], started: StartedRun, pro
                       control: RunControl) -> AsyncIterator[BaseEvent]:
     body = started.body
     tool_choice = body.tool_choice
+    label = context_budget.label_of(provider)
+    sent = context_budget.fit(messages, started.context_budget, label)
     request = ModelRequest(
-        messages=list(messages), tools=step.toolbox.model_tools(),
+        messages=list(sent), tools=step.toolbox.model_tools(),
         tool_choice=tool_choice if isinstance(tool_choice, str) or tool_choice is None else {"name": tool_choice.name},
         model=body.model, max_tokens=body.max_tokens, temperature=body.temperature,
     )
@@ -168,6 +170,8 @@ async def _model_step(step: Step, messages: list[dict], started: StartedRun, pro
                 if delta.usage:
                     # Kept on the run in memory; step_persist writes it with the step's message.
                     started.run.usage = services.usage_add(started.run.usage, delta.usage)
+                    if label and delta.usage.get("prompt_tokens"):
+                        context_budget.calibrate(label, sent, delta.usage["prompt_tokens"])
                 continue
             for event in step.on_delta(delta):
                 yield event

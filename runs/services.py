@@ -15,6 +15,7 @@ from core.problems import Problem
 from projects.auth import Principal
 from projects.models_config import model_chain_for
 from providers.chain import ModelChain
+from runs.context_budget import check_new_message, history_for, run_budget
 from runs.lock import lock_release, lock_request_cancel, lock_take, lock_take_created
 from runs.models import Run
 from runs.tool_counts import TurnToolCounts, turn_limit
@@ -38,6 +39,7 @@ class StartedRun:
     tools: ProjectTools = field(default_factory=ProjectTools)  # the project's server tools, read with the lock
     tool_counts: TurnToolCounts = field(init=False)  # from the calls made earlier in this user turn
     models: ModelChain | None = None  # the project's models for this run (projects/models_config.py)
+    context_budget: int | None = None  # input tokens the model may be sent (runs/context_budget.py)
 
     def __post_init__(self) -> None:
         limit = turn_limit(self.thread.project.max_tool_calls_per_turn, settings.MAX_TOOL_CALLS_PER_TURN)
@@ -83,8 +85,12 @@ def run_start(*, principal: Principal, body: wire.CreateRunBody, thread_id: str 
     the same transaction, so a rejected request leaves nothing behind. The lock is taken straight
     into STREAMING: the loop starts the model at once. Raises Problem for every rejection.
     """
-    # Before the transaction: a model the project does not offer is refused with nothing stored.
+    # Before the transaction: a model the project does not offer, or a message larger than its
+    # context budget, is refused with nothing stored.
     models = model_chain_for(principal.project, requested=body.model)
+    budget = run_budget(principal.project, body.max_tokens)
+    check_new_message(system_prompt=principal.project.system_prompt, content=body.message.wire()["content"],
+                      budget=budget)
     run = Run(previous_run_id=body.previous_run_id, model=body.model, request_params=_request_params(body),
               status=Run.Status.STREAMING, started_at=timezone.now())
     with transaction.atomic():
@@ -94,10 +100,10 @@ def run_start(*, principal: Principal, body: wire.CreateRunBody, thread_id: str 
         else:
             thread = _start_on_thread(principal, body, run, thread_id)
             tools = project_tools(thread)
-            history = selectors.message_list_all(thread=thread)
+            history = history_for(thread, budget)
     thread.project = principal.project  # the loop reads it from async code: no lazy loads there
     started = StartedRun(thread=thread, run=run, body=body, history=history, created_thread=thread_id is None,
-                         tools=tools, models=models)
+                         tools=tools, models=models, context_budget=budget)
     return started
 
 
