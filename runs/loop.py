@@ -18,6 +18,7 @@ from clientsdk import wire
 from core.db import db_call
 from core.problems import is_database_unavailable
 from providers.base import ModelError, ModelRequest, Provider, StepEnd
+from providers.tool_names import ToolAliases
 from runs import context_budget, services, settle
 from runs.control import RunCancelled, RunControl
 from runs.history import build_model_messages, component_result_text, result_text
@@ -163,8 +164,11 @@ async def _model_step(step: Step, messages: list[dict], started: StartedRun, pro
         tool_choice=tool_choice if isinstance(tool_choice, str) or tool_choice is None else {"name": tool_choice.name},
         model=body.model, max_tokens=body.max_tokens, temperature=body.temperature,
     )
+    # Client tool names the providers refuse go as aliases; the events keep the client's names.
+    aliases = ToolAliases([tool.name for tool in request.tools])
     try:
-        async for delta in control.stream(provider.stream(request)):
+        async for delta in control.stream(provider.stream(aliases.request(request))):
+            delta = aliases.delta(delta)
             if isinstance(delta, StepEnd):
                 step.finish_reason = delta.finish_reason
                 if delta.usage:
