@@ -212,14 +212,15 @@ OFFLINE_MODEL_DELAY = env.float("OFFLINE_MODEL_DELAY", default=0.02)
 # (colons in the model are fine) or, for names holding `,` or `=`, a JSON object. `offline` is always allowed.
 GATEWAY_MODELS = (env.json("GATEWAY_MODELS") if env.str("GATEWAY_MODELS", default="").lstrip().startswith("{")
                   else env.dict("GATEWAY_MODELS", default={}))
-GATEWAY_DEFAULT_MODEL = env.str("GATEWAY_DEFAULT_MODEL", default="offline")
+# Unset: the server's default model (MODEL_PROVIDER's), or `offline` when none is configured.
+GATEWAY_DEFAULT_MODEL = env.str("GATEWAY_DEFAULT_MODEL", default="")
 # Requests per minute per API key (or browser session); 0 turns the limit off.
 GATEWAY_RATE_LIMIT_PER_MINUTE = env.int("GATEWAY_RATE_LIMIT_PER_MINUTE", default=60)
 for _alias, _target in GATEWAY_MODELS.items():
-    if not isinstance(_target, str) or _target.partition(":")[0].strip() not in ("openai", "offline"):
+    if not isinstance(_target, str) or _target.partition(":")[0].strip() not in ("openai", "anthropic", "offline"):
         raise environ.ImproperlyConfigured(
-            f"GATEWAY_MODELS[{_alias!r}] must be 'openai:<model>' or 'offline', not {_target!r}")
-if GATEWAY_DEFAULT_MODEL not in GATEWAY_MODELS and GATEWAY_DEFAULT_MODEL != "offline":
+            f"GATEWAY_MODELS[{_alias!r}] must be 'openai:<model>', 'anthropic:<model>' or 'offline', not {_target!r}")
+if GATEWAY_DEFAULT_MODEL and GATEWAY_DEFAULT_MODEL not in GATEWAY_MODELS and GATEWAY_DEFAULT_MODEL != "offline":
     raise environ.ImproperlyConfigured(
         f"GATEWAY_DEFAULT_MODEL {GATEWAY_DEFAULT_MODEL!r} is not 'offline' or an alias in GATEWAY_MODELS")
 
