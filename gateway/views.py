@@ -29,6 +29,7 @@ from gateway.ratelimit import rate_limit_hit
 from gateway.translate import parse_chat_request
 from projects import limits
 from projects.auth import Principal, principal_aresolve
+from projects.models_config import model_chain_for
 from providers import get_provider
 from providers.base import Delta, ModelError, StepEnd
 
@@ -50,8 +51,13 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
                                code="rate_limit_exceeded", retry_after=wait)
         chat = parse_chat_request(_body(request))
         await _admit(principal)
-        route = model_resolve(requested=chat.model)
-        deltas = _counted(get_provider(route.provider).stream(chat.model_request(route.model)), principal)
+        route = model_resolve(requested=chat.model, project=principal.project)
+        if route.project_model:
+            # The project's own models: the same fallbacks, keys and caps as its runs.
+            chain = model_chain_for(principal.project, requested=route.alias)
+            deltas = _counted(chain.stream(chat.model_request(None)), principal)
+        else:
+            deltas = _counted(get_provider(route.provider).stream(chat.model_request(route.model)), principal)
         if not chat.stream:
             return JsonResponse(await _whole(deltas, route.alias))
         first = await _first(deltas)
@@ -76,8 +82,9 @@ async def models(request: HttpRequest, model_id: str | None = None) -> HttpRespo
     if request.method != "GET":
         return _method_not_allowed("GET")
     try:
-        await _principal(request)
-        return JsonResponse(model_get(alias=model_id) if model_id is not None else model_list())
+        project = (await _principal(request)).project
+        return JsonResponse(model_get(alias=model_id, project=project) if model_id is not None
+                            else model_list(project))
     except GatewayError as error:
         return error.response()
 

@@ -20,7 +20,8 @@ from core.problems import is_database_unavailable
 from projects.config import project_settings
 from projects.limits import budget_check
 from providers.base import ModelError, ModelRequest, Provider, StepEnd
-from runs import services
+from providers.tool_names import ToolAliases
+from runs import context_budget, services
 from runs.control import RunCancelled, RunControl
 from runs.history import build_model_messages, component_result_text, result_text
 from runs.lock import LEASE_EXPIRED_CODE
@@ -91,7 +92,8 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
             async for event in _model_step(step, messages, started, provider, control):
                 yield event
             await db_call(services.step_persist, thread=thread, run=run, message_id=step.message_id,
-                          content=step.content(), cancelled=False)
+                          content=step.content(), cancelled=False, reasoning=step.reasoning.texts(),
+                          reasoning_duration_ms=step.reasoning.duration_ms)
             persisted, step = step, None
             control.step = None  # stored: nothing left to checkpoint or to store after a crash
             messages.append(persisted.model_message())
@@ -160,20 +162,31 @@ async def _model_step(step: Step, messages: list[dict], started: StartedRun, pro
                       control: RunControl) -> AsyncIterator[BaseEvent]:
     body = started.body
     tool_choice = body.tool_choice
+    label = context_budget.label_of(provider)
+    sent = context_budget.fit(messages, started.context_budget, label)
     request = ModelRequest(
-        messages=list(messages), tools=step.toolbox.model_tools(),
+        messages=list(sent), tools=step.toolbox.model_tools(),
         tool_choice=tool_choice if isinstance(tool_choice, str) or tool_choice is None else {"name": tool_choice.name},
         model=body.model, max_tokens=body.max_tokens, temperature=body.temperature,
     )
-    async for delta in control.stream(provider.stream(request)):
-        if isinstance(delta, StepEnd):
-            step.finish_reason = delta.finish_reason
-            if delta.usage:
-                # Kept on the run in memory; step_persist writes it with the step's message.
-                started.run.usage = services.usage_add(started.run.usage, delta.usage)
-            continue
-        for event in step.on_delta(delta):
-            yield event
+    # Client tool names the providers refuse go as aliases; the events keep the client's names.
+    aliases = ToolAliases([tool.name for tool in request.tools])
+    try:
+        async for delta in control.stream(provider.stream(aliases.request(request))):
+            delta = aliases.delta(delta)
+            if isinstance(delta, StepEnd):
+                step.finish_reason = delta.finish_reason
+                if delta.usage:
+                    # Kept on the run in memory; step_persist writes it with the step's message.
+                    started.run.usage = services.usage_add(started.run.usage, delta.usage)
+                    if label and delta.usage.get("prompt_tokens"):
+                        context_budget.calibrate(label, sent, delta.usage["prompt_tokens"])
+                continue
+            for event in step.on_delta(delta):
+                yield event
+    finally:
+        # Which model answered (and the fallbacks on the way) is stored with how the run ends.
+        services.run_note_model(run=started.run, models=provider)
     for event in step.finish():
         yield event
 
@@ -239,9 +252,11 @@ async def _save_partial(started: StartedRun, step: Step | None, cancelled: bool,
     else:
         step.cancel()
         step_content, message_id = step.content(), step.message_id
-    if step_content or cancelled:
+    reasoning = step.reasoning.texts() if step is not None else None
+    if step_content or cancelled or reasoning:
         await db_call(services.step_persist, thread=started.thread, run=started.run, message_id=message_id,
-                      content=step_content, cancelled=cancelled)
+                      content=step_content, cancelled=cancelled, reasoning=reasoning,
+                      reasoning_duration_ms=step.reasoning.duration_ms if step is not None else None)
 
 
 async def _end_cancelled(started: StartedRun, control: RunControl, step: Step | None,

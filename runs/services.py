@@ -14,9 +14,12 @@ from core.ids import new_id
 from core.problems import Problem
 from projects import limits
 from projects.auth import Principal
+from projects.models_config import model_chain_for
+from providers.chain import ModelChain
+from runs.context_budget import check_new_message, history_for, run_budget
 from runs.lock import lock_release, lock_request_cancel, lock_take, lock_take_created
 from runs.models import Run
-from runs.tool_counts import TurnToolCounts
+from runs.tool_counts import TurnToolCounts, turn_limit
 from threads import selectors
 from threads import services as thread_services
 from threads.models import Message, RunStatus, Thread
@@ -40,10 +43,12 @@ class StartedRun:
     tools: ProjectTools = field(default_factory=ProjectTools)  # the project's server tools, read with the lock
     budget: limits.Budget | None = None  # the tokens the run may still spend (projects/limits.py)
     tool_counts: TurnToolCounts = field(init=False)  # from the calls made earlier in this user turn
+    models: ModelChain | None = None  # the project's models for this run (projects/models_config.py)
+    context_budget: int | None = None  # input tokens the model may be sent (runs/context_budget.py)
 
     def __post_init__(self) -> None:
-        turn_limit = self.thread.project.max_tool_calls_per_turn or settings.MAX_TOOL_CALLS_PER_TURN
-        self.tool_counts = TurnToolCounts.of_turn(self.history, turn_limit=turn_limit,
+        limit = turn_limit(self.thread.project.max_tool_calls_per_turn, settings.MAX_TOOL_CALLS_PER_TURN)
+        self.tool_counts = TurnToolCounts.of_turn(self.history, turn_limit=limit,
                                                   max_identical=settings.MAX_IDENTICAL_TOOL_CALLS)
 
 
@@ -88,6 +93,12 @@ def run_start(*, principal: Principal, body: wire.CreateRunBody, thread_id: str 
     caller read them already (runs/start.py), spare a new thread the statement that reads them.
     Raises Problem for every rejection.
     """
+    # Before the transaction: a model the project does not offer, or a message larger than its
+    # context budget, is refused with nothing stored.
+    models = model_chain_for(principal.project, requested=body.model)
+    context_budget = run_budget(principal.project, body.max_tokens)
+    check_new_message(system_prompt=principal.project.system_prompt, content=body.message.wire()["content"],
+                      budget=context_budget)
     # Limits before the lock (429 RATE_LIMITED / BUDGET_EXCEEDED), in one statement of their own.
     budget = limits.call_admit(project=principal.project, user_key=_run_user(principal, body, thread_id))
     run = Run(previous_run_id=body.previous_run_id, model=body.model, request_params=_request_params(body),
@@ -99,10 +110,10 @@ def run_start(*, principal: Principal, body: wire.CreateRunBody, thread_id: str 
         else:
             thread = _start_on_thread(principal, body, run, thread_id)
             tools = project_tools(thread)
-            history = selectors.message_list_all(thread=thread)
+            history = history_for(thread, context_budget)
     thread.project = principal.project  # the loop reads it from async code: no lazy loads there
     started = StartedRun(thread=thread, run=run, body=body, history=history, created_thread=thread_id is None,
-                         tools=tools, budget=budget)
+                         tools=tools, budget=budget, models=models, context_budget=context_budget)
     return started
 
 
@@ -208,12 +219,15 @@ def _is_retry_of_failed_turn(thread: Thread, content: list[dict]) -> bool:
 
 
 def step_persist(*, thread: Thread, run: Run, message_id: str, content: list[dict], cancelled: bool,
-                 tool_messages: list[tuple[str, dict]] = ()) -> None:
-    """Stores one model step: the assistant message (once, when it ended) and its tool results."""
+                 tool_messages: list[tuple[str, dict]] = (), reasoning: list[str] | None = None,
+                 reasoning_duration_ms: int | None = None) -> None:
+    """Stores one model step: the assistant message (once, when it ended, with the reasoning before
+    it) and its tool results."""
     with transaction.atomic():
-        if content or cancelled:
+        if content or cancelled or reasoning:
             thread_services.message_create(thread=thread, role=Message.Role.ASSISTANT, content=content,
-                                           run_id=run.id, is_cancelled=cancelled, message_id=message_id)
+                                           run_id=run.id, is_cancelled=cancelled, message_id=message_id,
+                                           reasoning=reasoning, reasoning_duration_ms=reasoning_duration_ms)
         for tool_call_id, block in tool_messages:
             thread_services.message_create(thread=thread, role=Message.Role.TOOL, content=[block], run_id=run.id,
                                            tool_call_id=tool_call_id, parent_message_id=message_id)
@@ -272,8 +286,23 @@ def _usage_record(thread: Thread, run: Run) -> None:
 
 
 def _run_fields(run: Run) -> dict[str, Any]:
-    # The token usage summed over the run's steps is stored once, with how the run ended.
-    return {"usage": run.usage} if run.usage is not None else {}
+    # The token usage summed over the run's steps, and which model answered, are stored once, with
+    # how the run ended.
+    fields: dict[str, Any] = {"usage": run.usage} if run.usage is not None else {}
+    if run.answered_model:
+        fields["answered_model"] = run.answered_model
+    if run.model_fallbacks:
+        fields["model_fallbacks"] = run.model_fallbacks
+    return fields
+
+
+def run_note_model(*, run: Run, models: Any) -> None:
+    """Notes on `run` (in memory; stored by the release) which of its models answered and the
+    fallbacks taken, as a ModelChain reports them after a step."""
+    answered = getattr(models, "answered", None)
+    if answered is not None:
+        run.answered_model = answered.label
+    run.model_fallbacks = list(getattr(models, "fallbacks", None) or [])
 
 
 def run_cancel_request(*, principal: Principal, thread_id: str, run_id: str, user_key_raw: object) -> None:

@@ -68,7 +68,7 @@ def stream_run(started: services.StartedRun, adapt=None) -> StreamingHttpRespons
     feed = flusher.feed_for(started.run.id) if logged else Feed(started.run.id)
     keep_going = logged and started.body.on_disconnect == "continue"
     reading = asyncio.Event()
-    events = advance(started, control, get_provider())
+    events = advance(started, control, started.models or get_provider())
     producer = _launch(_produce(adapt(events) if adapt else events, feed, control, reading, keep_going))
     response = sse_response(_write(feed, producer, control, reading, keep_going))
     response["X-Run-Id"] = started.run.id
@@ -111,7 +111,7 @@ def _orphaned(start: asyncio.Future) -> None:
     else:
         control.cancel("disconnected")
         feed = Feed(started.run.id)
-    _launch(_produce(advance(started, control, get_provider()), feed, control, None, keep_going))
+    _launch(_produce(advance(started, control, started.models or get_provider()), feed, control, None, keep_going))
 
 
 # How long a started run waits for its client to begin reading before it counts as a disconnect.

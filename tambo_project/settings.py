@@ -193,12 +193,24 @@ OPENAI_API_KEY = env.str("OPENAI_API_KEY", default="")
 OPENAI_BASE_URL = env.str("OPENAI_BASE_URL", default="") or None
 OPENAI_MODEL = env.str("OPENAI_MODEL", default="gpt-4o-mini")
 OPENAI_TIMEOUT = env.float("OPENAI_TIMEOUT", default=60.0)
+# The native Anthropic provider's server-wide default (docs/models.md); projects name their own.
+ANTHROPIC_API_KEY = env.str("ANTHROPIC_API_KEY", default="")
+ANTHROPIC_BASE_URL = env.str("ANTHROPIC_BASE_URL", default="") or None
+ANTHROPIC_MODEL = env.str("ANTHROPIC_MODEL", default="claude-sonnet-4-5")
+# Parameters sent with every model call unless the project or the run sets them (JSON object).
+MODEL_PARAMETERS = env.json("MODEL_PARAMETERS", default={})
+if not isinstance(MODEL_PARAMETERS, dict):
+    raise environ.ImproperlyConfigured("MODEL_PARAMETERS must be a JSON object")
+# Fernet keys encrypting the secrets stored in project settings (projects/secrets.py): comma-separated,
+# the first encrypts, all decrypt (rotation: a new key first, then `manage.py rotate_secrets`).
+SECRETS_KEYS = env.list("SECRETS_KEYS", default=[])
 # "openai" when a key or base URL is configured, else the built-in offline model.
 MODEL_PROVIDER = env.str(
     "MODEL_PROVIDER", default="openai" if (OPENAI_API_KEY or OPENAI_BASE_URL) else "offline"
 )
-if MODEL_PROVIDER not in ("openai", "offline"):
-    raise environ.ImproperlyConfigured(f"MODEL_PROVIDER must be 'openai' or 'offline', not {MODEL_PROVIDER!r}")
+if MODEL_PROVIDER not in ("openai", "anthropic", "offline"):
+    raise environ.ImproperlyConfigured(
+        f"MODEL_PROVIDER must be 'openai', 'anthropic' or 'offline', not {MODEL_PROVIDER!r}")
 # Seconds between the offline model's deltas (0 for benchmarks).
 OFFLINE_MODEL_DELAY = env.float("OFFLINE_MODEL_DELAY", default=0.02)
 
@@ -206,14 +218,15 @@ OFFLINE_MODEL_DELAY = env.float("OFFLINE_MODEL_DELAY", default=0.02)
 # (colons in the model are fine) or, for names holding `,` or `=`, a JSON object. `offline` is always allowed.
 GATEWAY_MODELS = (env.json("GATEWAY_MODELS") if env.str("GATEWAY_MODELS", default="").lstrip().startswith("{")
                   else env.dict("GATEWAY_MODELS", default={}))
-GATEWAY_DEFAULT_MODEL = env.str("GATEWAY_DEFAULT_MODEL", default="offline")
+# Unset: the server's default model (MODEL_PROVIDER's), or `offline` when none is configured.
+GATEWAY_DEFAULT_MODEL = env.str("GATEWAY_DEFAULT_MODEL", default="")
 # Requests per minute per API key (or browser session); 0 turns the limit off.
 GATEWAY_RATE_LIMIT_PER_MINUTE = env.int("GATEWAY_RATE_LIMIT_PER_MINUTE", default=60)
 for _alias, _target in GATEWAY_MODELS.items():
-    if not isinstance(_target, str) or _target.partition(":")[0].strip() not in ("openai", "offline"):
+    if not isinstance(_target, str) or _target.partition(":")[0].strip() not in ("openai", "anthropic", "offline"):
         raise environ.ImproperlyConfigured(
-            f"GATEWAY_MODELS[{_alias!r}] must be 'openai:<model>' or 'offline', not {_target!r}")
-if GATEWAY_DEFAULT_MODEL not in GATEWAY_MODELS and GATEWAY_DEFAULT_MODEL != "offline":
+            f"GATEWAY_MODELS[{_alias!r}] must be 'openai:<model>', 'anthropic:<model>' or 'offline', not {_target!r}")
+if GATEWAY_DEFAULT_MODEL and GATEWAY_DEFAULT_MODEL not in GATEWAY_MODELS and GATEWAY_DEFAULT_MODEL != "offline":
     raise environ.ImproperlyConfigured(
         f"GATEWAY_DEFAULT_MODEL {GATEWAY_DEFAULT_MODEL!r} is not 'offline' or an alias in GATEWAY_MODELS")
 

@@ -107,6 +107,10 @@ class Message(models.Model):
     # The id an AG-UI client gave this message, so history it sends again is recognised (runs/agui/protocol.py).
     external_id = models.CharField(max_length=200, null=True, blank=True)
     created_at = models.DateTimeField(default=now_unique)
+    # The model's reasoning before this assistant message (one string per block) and how long it
+    # took; shown to the user, never sent back to the model (runs/reasoning.py).
+    reasoning = models.JSONField(null=True, blank=True)
+    reasoning_duration_ms = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["thread", "created_at", "id"], name="message_list_idx")]

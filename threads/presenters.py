@@ -53,6 +53,8 @@ def message_to_wire(message: Message) -> wire.Message:
         metadata=message.metadata,
         parent_message_id=message.parent_message_id,
         is_cancelled=True if message.is_cancelled else None,
+        reasoning=message.reasoning or None,
+        reasoning_duration_ms=message.reasoning_duration_ms,
     )
 
 

@@ -96,12 +96,15 @@ def message_create(
     is_cancelled: bool = False,
     message_id: str | None = None,
     external_id: str | None = None,
+    reasoning: list[str] | None = None,
+    reasoning_duration_ms: int | None = None,
 ) -> Message:
     kwargs = {"id": message_id} if message_id else {}
     return Message.objects.create(
         thread=thread, role=role, content=content, run_id=run_id, tool_call_id=tool_call_id,
         parent_message_id=parent_message_id, metadata=metadata, additional_context=additional_context,
-        is_cancelled=is_cancelled, external_id=external_id, **kwargs,
+        is_cancelled=is_cancelled, external_id=external_id, reasoning=reasoning,
+        reasoning_duration_ms=reasoning_duration_ms, **kwargs,
     )
 
 
