@@ -181,6 +181,11 @@ MCP_TIMEOUT = env.float("MCP_TIMEOUT", default=30.0)
 MCP_TOOLS_CACHE_SECONDS = env.float("MCP_TOOLS_CACHE_SECONDS", default=30.0)
 # An MCP server's session (a stdio server's process) is kept this long after its last call.
 MCP_SESSION_IDLE_SECONDS = env.float("MCP_SESSION_IDLE_SECONDS", default=300.0)
+# After a failed tool listing runs leave the server out at once; it is listed again in the background
+# this long after the failure, doubling per failure in a row up to 60 times as long.
+MCP_RETRY_SECONDS = env.float("MCP_RETRY_SECONDS", default=5.0)
+# While a run waits on the model or a tool, its stream carries an SSE comment this often.
+HEARTBEAT_SECONDS = env.float("HEARTBEAT_SECONDS", default=15.0)
 
 # --- Model providers ------------------------------------------------------------------------------
 OPENAI_API_KEY = env.str("OPENAI_API_KEY", default="")
