@@ -19,7 +19,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from core.problems import Problem
+from core.problems import BUSY_RETRY_AFTER, Problem
 from runs.models import Run
 from runs.recovery import DEAD_RUN_MESSAGE, log_dead_runs, partial_store
 from threads.models import LEASE_EXPIRED_CODE, LEASE_EXPIRED_ERROR, RunStatus, Thread
@@ -69,7 +69,7 @@ def lock_take(*, thread_id: str, run_id: str, in_lock: Callable[[Thread], Any] |
         if thread.run_status != RunStatus.IDLE:
             if thread.has_live_run:
                 raise Problem(409, "CONCURRENT_RUN", "Another run is active on this thread.",
-                              currentRunId=thread.current_run_id)
+                              currentRunId=thread.current_run_id, retryAfter=BUSY_RETRY_AFTER)
             _fail_dead_run(thread)
         if in_lock is not None:
             in_lock(thread)

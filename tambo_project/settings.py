@@ -17,6 +17,7 @@ DEBUG = env.bool("DEBUG", default=False)
 SECRET_KEY = env.str("SECRET_KEY", default="dev-only-insecure-key-change-me")
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["*"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+CSRF_FAILURE_VIEW = "tambo_project.views.csrf_failure"  # the route's error shape, not Django's page
 # Origins whose browser apps may call /v1 and /api with an API key ("*": any; never with cookies).
 CORS_ALLOWED_ORIGINS = env.list("CORS_ALLOWED_ORIGINS", default=["*"])
 
@@ -96,6 +97,14 @@ DB_POOL_TIMEOUT = env.float("DB_POOL_TIMEOUT", default=5.0)
 DB_RETRY_AFTER = env.int("DB_RETRY_AFTER", default=2)
 if DB_THREADS < 1 or DB_POOL_SIZE < 0:
     raise environ.ImproperlyConfigured("DB_THREADS must be at least 1 and DB_POOL_SIZE at least 0")
+
+
+def _watched_connection():
+    from core.db_health import WatchedConnection
+
+    return WatchedConnection
+
+
 if DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql") and DB_POOL_SIZE:
     if DATABASES["default"]["CONN_MAX_AGE"]:
         raise environ.ImproperlyConfigured("CONN_MAX_AGE must be 0 with the connection pool (DB_POOL_SIZE=0 turns it off)")
@@ -104,7 +113,9 @@ if DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql") an
         # The pool's background reconnects back off exponentially (1, 2, 4, 8 … s) while the database
         # is away, so one could be seconds away after it is back. Giving up after 2 s instead lets
         # the next request that finds no connection start a fresh attempt at once.
-        "reconnect_timeout": 2.0}
+        "reconnect_timeout": 2.0,
+        # Its failed connection attempts mark the database down at once (core/db_health.py).
+        "connection_class": _watched_connection()}
     # After a database restart every idle pooled connection is dead; with health checks Django has the
     # pool check one as it hands it out (ConnectionPool.check_connection: one round trip, no statement)
     # and replace it there, instead of failing the request, the watcher tick or a run's settling.
