@@ -3,9 +3,7 @@ server that fails costs one wait, not one per run (tools/mcp_tool_cache.py)."""
 from __future__ import annotations
 
 import asyncio
-import socket
 import sys
-import threading
 import time
 import uuid
 
@@ -16,6 +14,7 @@ from tests.support.many_streams import run_streams
 from tests.support.mcp_fixtures import SERVER_SCRIPT
 from tests.support.run_requests import run, text_of
 from tests.support.sse import types
+from tests.support.stalling_http import HangingListener
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -37,35 +36,6 @@ def test_a_burst_of_runs_starts_one_process_of_a_stdio_mcp_server(live_server_pr
     assert len(starts.read_text().split()) == 1
 
 
-class HangingListener:
-    """A TCP server that accepts connections and never answers them; counts the connections."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.accepted: list[socket.socket] = []
-        self.thread = threading.Thread(target=self._accept, daemon=True)
-        self.thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.sock.getsockname()[1]}/mcp"
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                connection, _ = self.sock.accept()
-            except OSError:
-                return
-            self.accepted.append(connection)
-
-    def close(self) -> None:
-        self.sock.close()
-        for connection in self.accepted:
-            connection.close()
-
-
 @pytest.fixture(scope="module")
 def short_timeout_server(django_db_setup, django_db_blocker):
     # A failed listing is due for its retry half a second later: every run below comes after that.
@@ -83,7 +53,7 @@ def test_a_hanging_http_mcp_server_costs_one_wait_across_three_runs(short_timeou
     listener = HangingListener()
     name = f"hangs-{uuid.uuid4().hex[:6]}"
     try:
-        McpServer.objects.create(project=project, name=name, transport="http", url=listener.url)
+        McpServer.objects.create(project=project, name=name, transport="http", url=listener.url("/mcp"))
         replies = []
         for _ in range(3):
             _, events = run(api, "hello")
