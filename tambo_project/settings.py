@@ -169,6 +169,11 @@ SPECTACULAR_SETTINGS = {
 
 # --- Limits -------------------------------------------------------------------------------------
 MAX_REQUEST_BYTES = env.int("MAX_REQUEST_BYTES", default=1_000_000)
+# A connection must send a request's whole head within this many seconds (tambo_project/http_guard.py),
+# and the request its whole body within REQUEST_BODY_TIMEOUT (tambo_project/asgi_limits.py): a client
+# that sends half a request holds a connection no longer.
+REQUEST_HEADER_TIMEOUT = env.float("REQUEST_HEADER_TIMEOUT", default=10.0)
+REQUEST_BODY_TIMEOUT = env.float("REQUEST_BODY_TIMEOUT", default=30.0)
 # The one body limit is MAX_REQUEST_BYTES at the ASGI edge (tambo_project/asgi_limits.py), which also
 # counts chunked bodies; Django's own check sees only Content-Length and would answer in its own shape.
 DATA_UPLOAD_MAX_MEMORY_SIZE = None
