@@ -51,7 +51,11 @@ class LiveServer:
              "--http", "tambo_project.http_guard:GuardedHTTPProtocol"],  # as bin/serve
             cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
         )
-        self._wait()
+        try:
+            self._wait()
+        except BaseException:
+            self.stop()  # a server that did not come up must not outlive the test run
+            raise
 
     def _wait(self, timeout: float = 30.0) -> None:
         deadline = time.monotonic() + timeout
