@@ -174,6 +174,8 @@ MAX_REQUEST_BYTES = env.int("MAX_REQUEST_BYTES", default=1_000_000)
 # that sends half a request holds a connection no longer.
 REQUEST_HEADER_TIMEOUT = env.float("REQUEST_HEADER_TIMEOUT", default=10.0)
 REQUEST_BODY_TIMEOUT = env.float("REQUEST_BODY_TIMEOUT", default=30.0)
+# When the last open stream ends, give freed memory back to the system (core/memory.py).
+MEMORY_TRIM = env.bool("MEMORY_TRIM", default=True)
 # The one body limit is MAX_REQUEST_BYTES at the ASGI edge (tambo_project/asgi_limits.py), which also
 # counts chunked bodies; Django's own check sees only Content-Length and would answer in its own shape.
 DATA_UPLOAD_MAX_MEMORY_SIZE = None
