@@ -1,5 +1,5 @@
 """Heartbeats: while a run waits on a tool (or the model), every stream of it carries an SSE comment
-`: keep-alive` each HEARTBEAT_SECONDS, so a proxy's read timeout does not cut it (runs/feeds.py).
+`: keep-alive` each HEARTBEAT_SECONDS, so a proxy's read timeout does not cut it (runs/stream/feeds.py).
 
 The wait is a real one: the test MCP server's `hang` tool, cut by MCP_TIMEOUT. The streams are read
 raw (bytes, frame by frame); the official client reads the same kind of run in tests/compat.
