@@ -5,8 +5,10 @@
     bin/bench floor [--runs 100]
     bin/bench resume [--runs 100] [--delay 0.05]
     bin/bench props [--repeat 5]
+    bin/bench memory [--readers 50] [--deltas 100000] [--delay 0.01] [--env NAME=VALUE]
 
-The named scenarios are in bench/capacity.py, bench/floor.py, bench/resume.py and bench/props.py.
+The named scenarios are in bench/capacity.py, bench/floor.py, bench/resume.py, bench/props.py and
+bench/memory.py.
 
 Starts the real app under uvicorn (SQLite in a temporary directory, the offline model's
 `!stream N` rule: N deltas with no delay) and the bare ASGI app of bench/baseline_app.py that
@@ -109,6 +111,12 @@ def scenario(argv: list[str]) -> None:
 
 
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "memory":
+        from bench.memory import main as memory_main
+
+        print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f} at the start")
+        memory_main(sys.argv[2:])
+        return
     if len(sys.argv) > 1 and sys.argv[1] in ("pipeline", "concurrency", "per-run", "floor", "resume", "props"):
         scenario(sys.argv[1:])
         return

@@ -22,8 +22,8 @@ from core.problems import Problem, is_database_unavailable, unavailable
 from core.sanity import InputError
 from core.sse import sse_response
 from gateway.chunks import DONE, ChunkEncoder, CompletionBuilder, sse_line
-from gateway.errors import (RATE_LIMIT, SERVER_ERROR, GatewayError, from_model_error, openai_error_body,
-                            openai_error_response, stream_error_body)
+from gateway.errors import (INVALID_REQUEST, RATE_LIMIT, SERVER_ERROR, GatewayError, from_model_error,
+                            openai_error_body, openai_error_response, stream_error_body)
 from gateway.models import model_get, model_list, model_resolve
 from gateway.ratelimit import rate_limit_hit
 from gateway.translate import parse_chat_request
@@ -76,6 +76,7 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
     return sse_response(_stream(encoder, first, deltas))
 
 
+@csrf_exempt  # a read: any other method must learn it is 405, not a CSRF failure
 async def models(request: HttpRequest, model_id: str | None = None) -> HttpResponse:
     """`GET /api/models` and `GET /api/models/{id}`: the allow-list in OpenAI's shape, so
     `client.models.list()` works. Same authentication as the completions."""
@@ -103,7 +104,10 @@ async def _principal(request: HttpRequest) -> Principal:
         if problem.status == 401:
             raise GatewayError(401, "A valid project API key is required (Authorization: Bearer <key> or "
                                     "x-api-key).", code="invalid_api_key") from None
-        raise GatewayError(problem.status, problem.detail, code=problem.code.lower()) from None
+        # A 503 (the database is down) is the server's error, with when to try again.
+        raise GatewayError(problem.status, problem.detail, code=problem.code.lower(),
+                           type_=SERVER_ERROR if problem.status >= 500 else INVALID_REQUEST,
+                           retry_after=problem.extra.get("retryAfter")) from None
 
 
 async def _admit(principal: Principal) -> None:

@@ -21,7 +21,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from core.problems import Problem
+from core.problems import BUSY_RETRY_AFTER, Problem
 from runs.models import Run
 from runs.statements import run_release
 from threads.models import LEASE_EXPIRED_CODE, RunStatus, Thread  # noqa: F401 - LEASE_EXPIRED_CODE for callers
@@ -67,7 +67,7 @@ def lock_take(*, thread_id: str, run_id: str, in_lock: Callable[[Thread], Any] |
         if thread.run_status != RunStatus.IDLE:
             if thread.has_live_run:
                 raise Problem(409, "CONCURRENT_RUN", "Another run is active on this thread.",
-                              currentRunId=thread.current_run_id)
+                              currentRunId=thread.current_run_id, retryAfter=BUSY_RETRY_AFTER)
             if _takeover is None:
                 # Never taken over silently: a dead run left unrecorded would stay "streaming" for good.
                 raise RuntimeError("No lease takeover registered: the runs app is not ready (runs/apps.py).")

@@ -6,8 +6,15 @@ soon as MAX_REQUEST_BYTES is passed, with or without Content-Length, so no reque
 server buffer an unbounded body. Nothing behind it checks the size again (Django's own check is off:
 settings.py `DATA_UPLOAD_MAX_MEMORY_SIZE`), so every 413 for a body comes from here, in the shape
 of its route.
+
+The body also has a deadline: all of it within REQUEST_BODY_TIMEOUT seconds of the request's start,
+else 408 and the connection is closed (a client that sends headers and then not its body held a
+connection, and the request, for ever). The deadline covers the body only: a streaming answer's
+later wait for the client to go away is not cut.
 """
 from __future__ import annotations
+
+import asyncio
 
 from django.conf import settings
 from django.http import HttpResponse
@@ -28,6 +35,16 @@ def too_large(path: str) -> HttpResponse:
     return problem_response(413, "PAYLOAD_TOO_LARGE", detail, path)
 
 
+def too_slow(path: str) -> HttpResponse:
+    """The 408 for a body that did not arrive in time, in the shape of `path`'s callers (as `too_large`)."""
+    detail = f"The request body did not arrive within {settings.REQUEST_BODY_TIMEOUT:g} seconds."
+    if path.startswith("/api/"):
+        return openai_error_response(408, detail, INVALID_REQUEST, "request_timeout")
+    if path.startswith("/oauth/"):
+        return oauth_answer({"error": "invalid_request", "error_description": detail}, 408)
+    return problem_response(408, "REQUEST_TIMEOUT", detail, path)
+
+
 class BodySizeLimit:
     def __init__(self, app, limit: int):
         self.app = app
@@ -38,10 +55,10 @@ class BodySizeLimit:
             return await self.app(scope, receive, send)
         answered = False
 
-        async def refuse() -> None:
+        async def refuse(answer=too_large) -> None:
             nonlocal answered
             answered = True
-            response = too_large(scope.get("path", ""))
+            response = answer(scope.get("path", ""))
             headers = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in response.items()]
             # The rest of the body is never read, so the connection cannot carry another request.
             await send({"type": "http.response.start", "status": response.status_code,
@@ -52,10 +69,21 @@ class BodySizeLimit:
             if name == b"content-length" and value.isdigit() and int(value) > self.limit:
                 return await refuse()
         received = 0
+        body_done = False
+        deadline = asyncio.get_running_loop().time() + settings.REQUEST_BODY_TIMEOUT
 
         async def counting_receive():
-            nonlocal received
-            message = await receive()
+            nonlocal received, body_done
+            if body_done:
+                return await receive()
+            try:
+                async with asyncio.timeout_at(deadline):
+                    message = await receive()
+            except TimeoutError:
+                if not answered:
+                    await refuse(too_slow)
+                return {"type": "http.disconnect"}
+            body_done = message["type"] != "http.request" or not message.get("more_body", False)
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.limit and not answered:

@@ -23,6 +23,7 @@ if not DEBUG and SECRET_KEY in PUBLIC_SECRET_KEYS:
         "(bin/serve keeps one in var/secret_key), or DEBUG=true on a development machine.")
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["*"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+CSRF_FAILURE_VIEW = "tambo_project.views.csrf_failure"  # the route's error shape, not Django's page
 # Origins whose browser apps may call /v1 and /api with an API key ("*": any; never with cookies).
 CORS_ALLOWED_ORIGINS = env.list("CORS_ALLOWED_ORIGINS", default=["*"])
 
@@ -102,6 +103,14 @@ DB_POOL_TIMEOUT = env.float("DB_POOL_TIMEOUT", default=5.0)
 DB_RETRY_AFTER = env.int("DB_RETRY_AFTER", default=2)
 if DB_THREADS < 1 or DB_POOL_SIZE < 0:
     raise environ.ImproperlyConfigured("DB_THREADS must be at least 1 and DB_POOL_SIZE at least 0")
+
+
+def _watched_connection():
+    from core.db_health import WatchedConnection
+
+    return WatchedConnection
+
+
 if DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql") and DB_POOL_SIZE:
     if DATABASES["default"]["CONN_MAX_AGE"]:
         raise environ.ImproperlyConfigured("CONN_MAX_AGE must be 0 with the connection pool (DB_POOL_SIZE=0 turns it off)")
@@ -110,7 +119,9 @@ if DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql") an
         # The pool's background reconnects back off exponentially (1, 2, 4, 8 … s) while the database
         # is away, so one could be seconds away after it is back. Giving up after 2 s instead lets
         # the next request that finds no connection start a fresh attempt at once.
-        "reconnect_timeout": 2.0}
+        "reconnect_timeout": 2.0,
+        # Its failed connection attempts mark the database down at once (core/db_health.py).
+        "connection_class": _watched_connection()}
     # After a database restart every idle pooled connection is dead; with health checks Django has the
     # pool check one as it hands it out (ConnectionPool.check_connection: one round trip, no statement)
     # and replace it there, instead of failing the request, the watcher tick or a run's settling.
@@ -164,6 +175,13 @@ SPECTACULAR_SETTINGS = {
 
 # --- Limits -------------------------------------------------------------------------------------
 MAX_REQUEST_BYTES = env.int("MAX_REQUEST_BYTES", default=1_000_000)
+# A connection must send a request's whole head within this many seconds (tambo_project/http_guard.py),
+# and the request its whole body within REQUEST_BODY_TIMEOUT (tambo_project/asgi_limits.py): a client
+# that sends half a request holds a connection no longer.
+REQUEST_HEADER_TIMEOUT = env.float("REQUEST_HEADER_TIMEOUT", default=10.0)
+REQUEST_BODY_TIMEOUT = env.float("REQUEST_BODY_TIMEOUT", default=30.0)
+# When the last open stream ends, give freed memory back to the system (core/memory.py).
+MEMORY_TRIM = env.bool("MEMORY_TRIM", default=True)
 # The one body limit is MAX_REQUEST_BYTES at the ASGI edge (tambo_project/asgi_limits.py), which also
 # counts chunked bodies; Django's own check sees only Content-Length and would answer in its own shape.
 DATA_UPLOAD_MAX_MEMORY_SIZE = None
@@ -187,6 +205,11 @@ MCP_TIMEOUT = env.float("MCP_TIMEOUT", default=30.0)
 MCP_TOOLS_CACHE_SECONDS = env.float("MCP_TOOLS_CACHE_SECONDS", default=30.0)
 # An MCP server's session (a stdio server's process) is kept this long after its last call.
 MCP_SESSION_IDLE_SECONDS = env.float("MCP_SESSION_IDLE_SECONDS", default=300.0)
+# After a failed tool listing runs leave the server out at once; it is listed again in the background
+# this long after the failure, doubling per failure in a row up to 60 times as long.
+MCP_RETRY_SECONDS = env.float("MCP_RETRY_SECONDS", default=5.0)
+# While a run waits on the model or a tool, its stream carries an SSE comment this often.
+HEARTBEAT_SECONDS = env.float("HEARTBEAT_SECONDS", default=15.0)
 
 # --- Model providers ------------------------------------------------------------------------------
 OPENAI_API_KEY = env.str("OPENAI_API_KEY", default="")

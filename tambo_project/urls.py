@@ -6,6 +6,9 @@ from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView
 from tambo_project import openapi  # noqa: F401
 from tambo_project import views
 
+# Django's own refusals (a bad Host) in the route's error shape.
+handler400 = "tambo_project.views.bad_request"
+
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),

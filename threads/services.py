@@ -9,7 +9,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from clientsdk import wire
-from core.problems import Problem
+from core.problems import BUSY_RETRY_AFTER, Problem
 from projects.models import Project
 from threads.initial_messages import initial_messages_check
 from threads.models import Message, Thread
@@ -61,7 +61,8 @@ def thread_delete(*, thread: Thread) -> None:
     with transaction.atomic():
         locked = thread_lock(thread_id=thread.pk)
         if locked.has_live_run:
-            raise Problem(409, "RUN_ACTIVE", "The thread has an active run.", currentRunId=locked.current_run_id)
+            raise Problem(409, "RUN_ACTIVE", "The thread has an active run.", currentRunId=locked.current_run_id,
+                          retryAfter=BUSY_RETRY_AFTER)
         locked.delete()
 
 
@@ -122,7 +123,8 @@ def component_state_set(*, thread: Thread, component_id: str, state: dict[str, A
     with transaction.atomic():
         locked = thread_lock(thread_id=thread.pk)
         if locked.has_live_run:
-            raise Problem(409, "RUN_ACTIVE", "The thread has an active run.", currentRunId=locked.current_run_id)
+            raise Problem(409, "RUN_ACTIVE", "The thread has an active run.", currentRunId=locked.current_run_id,
+                          retryAfter=BUSY_RETRY_AFTER)
         message = _message_with_component(locked, component_id)
         current = message.component_state.get(component_id, {})
         if patch is not None:

@@ -99,7 +99,7 @@ def test_a_live_lease_refuses_the_next_taker(thread):
 
     assert refused.value.status == 409
     assert refused.value.code == "CONCURRENT_RUN"
-    assert refused.value.extra == {"currentRunId": "run_a"}
+    assert refused.value.extra == {"currentRunId": "run_a", "retryAfter": 1}
     assert not Run.objects.filter(id="run_b").exists()
 
 
