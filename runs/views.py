@@ -23,6 +23,7 @@ from core.validation import parse_body
 from projects.auth import principal_aresolve
 from providers import get_provider
 from runs import services
+from runs.attachments import run_content_check
 from runs.control import RunControl, watcher
 from runs.feeds import Feed, flusher, read
 from runs.guard import encode_into
@@ -48,6 +49,7 @@ async def _start(request: HttpRequest, thread_id: str | None) -> HttpResponse:
         principal = await principal_aresolve(request)
         model = wire.CreateThreadWithRunBody if thread_id is None else wire.CreateRunBody
         body = parse_body(model, request_json(request))
+        await run_content_check(project=principal.project, body=body)
         started = await run_start_shielded(services.run_start, principal=principal, body=body, thread_id=thread_id)
     except Problem as problem:
         return response_for(problem, request.path)
