@@ -191,12 +191,17 @@ OPENAI_API_KEY = env.str("OPENAI_API_KEY", default="")
 OPENAI_BASE_URL = env.str("OPENAI_BASE_URL", default="") or None
 OPENAI_MODEL = env.str("OPENAI_MODEL", default="gpt-4o-mini")
 OPENAI_TIMEOUT = env.float("OPENAI_TIMEOUT", default=60.0)
+# The native Anthropic provider's server-wide default (docs/models.md); projects name their own.
+ANTHROPIC_API_KEY = env.str("ANTHROPIC_API_KEY", default="")
+ANTHROPIC_BASE_URL = env.str("ANTHROPIC_BASE_URL", default="") or None
+ANTHROPIC_MODEL = env.str("ANTHROPIC_MODEL", default="claude-sonnet-4-5")
 # "openai" when a key or base URL is configured, else the built-in offline model.
 MODEL_PROVIDER = env.str(
     "MODEL_PROVIDER", default="openai" if (OPENAI_API_KEY or OPENAI_BASE_URL) else "offline"
 )
-if MODEL_PROVIDER not in ("openai", "offline"):
-    raise environ.ImproperlyConfigured(f"MODEL_PROVIDER must be 'openai' or 'offline', not {MODEL_PROVIDER!r}")
+if MODEL_PROVIDER not in ("openai", "anthropic", "offline"):
+    raise environ.ImproperlyConfigured(
+        f"MODEL_PROVIDER must be 'openai', 'anthropic' or 'offline', not {MODEL_PROVIDER!r}")
 # Seconds between the offline model's deltas (0 for benchmarks).
 OFFLINE_MODEL_DELAY = env.float("OFFLINE_MODEL_DELAY", default=0.02)
 
