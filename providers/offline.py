@@ -28,6 +28,7 @@ from providers.base import (Completion, Delta, ModelError, ModelRequest, ModelTo
 from providers.offline_tasks import task_answer
 
 SLOW_WORDS = 200
+_IMAGE_LABEL = re.compile(r"\[image: (.+)\]")  # runs/media.py puts one before a named image
 
 
 COMPONENT_PREFIX = "show_component_"  # runs.history.component_tool_name; providers import no Django apps
@@ -111,7 +112,9 @@ def _text_of(message: dict[str, Any]) -> str:
     content = message.get("content") or ""
     if isinstance(content, str):
         return content
-    return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    # The history's `[image: name]` labels are said back under "I received", not as the user's words.
+    return "".join(part.get("text", "") for part in content
+                   if isinstance(part, dict) and not _IMAGE_LABEL.fullmatch(part.get("text", "")))
 
 
 def _tool_report(messages: list[dict[str, Any]]) -> str:
@@ -187,7 +190,7 @@ def _attachments(message: dict[str, Any]) -> list[str]:
     for part in content:
         kind = part.get("type")
         if kind == "text":
-            named = re.fullmatch(r"\[image: (.+)\]", part.get("text", ""))
+            named = _IMAGE_LABEL.fullmatch(part.get("text", ""))
             label = named.group(1) if named else None
             continue
         if kind == "image_url":
