@@ -162,6 +162,8 @@ MAX_REQUEST_BYTES = env.int("MAX_REQUEST_BYTES", default=1_000_000)
 MAX_RUN_BYTES = env.int("MAX_RUN_BYTES", default=10_000_000)
 MAX_AUDIO_BYTES = env.int("MAX_AUDIO_BYTES", default=25 * 1024 * 1024)
 TRANSCRIPTION_TIMEOUT = env.float("TRANSCRIPTION_TIMEOUT", default=60.0)
+# A page of messages stops before its content passes this many bytes (always at least one message).
+MESSAGE_PAGE_BYTES = env.int("MESSAGE_PAGE_BYTES", default=8_000_000)
 # The one body limit is MAX_REQUEST_BYTES at the ASGI edge (tambo_project/asgi_limits.py), which also
 # counts chunked bodies; Django's own check sees only Content-Length and would answer in its own shape.
 DATA_UPLOAD_MAX_MEMORY_SIZE = None
