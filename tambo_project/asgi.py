@@ -6,7 +6,6 @@ static handler, which needs no build step; a large deployment can put a CDN or n
 """
 import os
 
-from django.conf import settings
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 
@@ -16,7 +15,7 @@ django_application = get_asgi_application()
 # The limit answers in the routes' own error shapes, built by modules that need Django set up first.
 from tambo_project.asgi_limits import BodySizeLimit  # noqa: E402
 
-application = BodySizeLimit(ASGIStaticFilesHandler(django_application), settings.MAX_REQUEST_BYTES)
+application = BodySizeLimit(ASGIStaticFilesHandler(django_application))
 
 from tambo_project import asgi_signals  # noqa: E402
 

@@ -182,6 +182,12 @@ REQUEST_HEADER_TIMEOUT = env.float("REQUEST_HEADER_TIMEOUT", default=10.0)
 REQUEST_BODY_TIMEOUT = env.float("REQUEST_BODY_TIMEOUT", default=30.0)
 # When the last open stream ends, give freed memory back to the system (core/memory.py).
 MEMORY_TRIM = env.bool("MEMORY_TRIM", default=True)
+# Run bodies carry the user's images and files (docs/images-and-voice.md); audio uploads are larger still.
+MAX_RUN_BYTES = env.int("MAX_RUN_BYTES", default=10_000_000)
+MAX_AUDIO_BYTES = env.int("MAX_AUDIO_BYTES", default=25 * 1024 * 1024)
+TRANSCRIPTION_TIMEOUT = env.float("TRANSCRIPTION_TIMEOUT", default=60.0)
+# A page of messages stops before its content passes this many bytes (always at least one message).
+MESSAGE_PAGE_BYTES = env.int("MESSAGE_PAGE_BYTES", default=8_000_000)
 # The one body limit is MAX_REQUEST_BYTES at the ASGI edge (tambo_project/asgi_limits.py), which also
 # counts chunked bodies; Django's own check sees only Content-Length and would answer in its own shape.
 DATA_UPLOAD_MAX_MEMORY_SIZE = None
