@@ -115,13 +115,14 @@ def lock_renew(*, run_ids: list[str]) -> int:
 
 def lock_release(*, thread_id: str, run_id: str, run_status: str, thread_fields: dict[str, Any] | None = None,
                  error_code: str | None = None, error_message: str | None = None,
-                 run_fields: dict[str, Any] | None = None) -> bool:
+                 run_fields: dict[str, Any] | None = None, in_lock: Callable[[], Any] | None = None) -> bool:
     """Releases the lock held by `run_id` (→ IDLE) and records how the run ended.
 
     Holds the thread's row lock for one short transaction. Only the holder can release: for any
     other run this changes nothing and returns False (its lease was taken over, for instance).
     `thread_fields` are set on the thread in the same transaction (pending ids, last run …), and
-    `run_fields` on the run (its token usage).
+    `run_fields` on the run (its token usage); `in_lock()` runs last in the same transaction, and only
+    when the lock was released (the run's usage record: telemetry/runs.py).
     """
     now = timezone.now()
     with transaction.atomic():
@@ -134,6 +135,8 @@ def lock_release(*, thread_id: str, run_id: str, run_status: str, thread_fields:
             return False
         Run.objects.filter(id=run_id).update(status=run_status, error_code=error_code,
                                              error_message=error_message, finished_at=now, **(run_fields or {}))
+        if in_lock is not None:
+            in_lock()
     return True
 
 

@@ -5,9 +5,11 @@ from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView
 # Registers the x-api-key scheme with drf-spectacular before any schema is generated.
 from tambo_project import openapi  # noqa: F401
 from tambo_project import views
+from telemetry.views import metrics_view
 
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
+    path("metrics", metrics_view, name="metrics"),
     path("admin/", admin.site.urls),
     # JSON whatever the Accept header says (the plain view would answer YAML).
     path("v1/openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),

@@ -33,7 +33,7 @@ def database_url() -> str:
 
 class LiveServer:
     def __init__(self, name: str, extra_env: dict[str, str] | None = None,
-                 app: str = "tambo_project.asgi:application"):
+                 app: str = "tambo_project.asgi:application", args: tuple[str, ...] = ()):
         self.name = name
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -47,7 +47,7 @@ class LiveServer:
         self._log = open(self.log_path, "wb")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1",
-             "--port", str(self.port), "--no-access-log", "--timeout-graceful-shutdown", "2"],
+             "--port", str(self.port), "--no-access-log", "--timeout-graceful-shutdown", "2", *args],
             cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
         )
         self._wait()
