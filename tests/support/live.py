@@ -33,7 +33,8 @@ def database_url() -> str:
 
 class LiveServer:
     def __init__(self, name: str, extra_env: dict[str, str] | None = None,
-                 app: str = "tambo_project.asgi:application", args: tuple[str, ...] = ()):
+                 app: str = "tambo_project.asgi:application", args: tuple[str, ...] = (),
+                 start_timeout: float = 30.0):
         self.name = name
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -50,7 +51,7 @@ class LiveServer:
              "--port", str(self.port), "--no-access-log", "--timeout-graceful-shutdown", "2", *args],
             cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
         )
-        self._wait()
+        self._wait(start_timeout)
 
     def _wait(self, timeout: float = 30.0) -> None:
         deadline = time.monotonic() + timeout
