@@ -29,6 +29,7 @@ from gateway.translate import parse_chat_request
 from projects.auth import Principal, principal_aresolve
 from providers import get_provider
 from providers.base import Delta, ModelError, StepEnd
+from telemetry.calls import metered
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +49,9 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
                                code="rate_limit_exceeded", retry_after=wait)
         chat = parse_chat_request(_body(request))
         route = model_resolve(requested=chat.model)
-        deltas = get_provider(route.provider).stream(chat.model_request(route.model))
+        deltas = metered(get_provider(route.provider).stream(chat.model_request(route.model)),
+                         project=principal.project, user_key=principal.session_user_key or principal.token_user_key or "",
+                         kind="gateway", model=route.model or route.alias, provider=route.provider)
         if not chat.stream:
             return JsonResponse(await _whole(deltas, route.alias))
         first = await _first(deltas)

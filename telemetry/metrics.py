@@ -79,9 +79,8 @@ def sample_db_pool() -> None:
     from django.db import connections
 
     connection = connections["default"]
-    if not getattr(connection, "vendor", "") == "postgresql":
-        return
-    pool = getattr(connection, "pool", None)
+    # The pool as it is, if this process made one: reading `connection.pool` would open one.
+    pool = getattr(connection, "_connection_pools", {}).get(connection.alias)
     if pool is None:
         return
     stats = pool.get_stats()

@@ -52,6 +52,7 @@ def route_of(request) -> str:
 def _observe(request, response, started: float, span) -> None:
     route, status = route_of(request), response.status_code
     metrics.HTTP_REQUESTS.labels(route, str(status)).inc()
+    metrics.sample_db_pool()  # every process keeps its own pool gauges fresh, not only the one scraped
     trace_id = tracing.current_trace_id()
     tracing.request_span_end(span, route=route, status=status)
     if settings.ACCESS_LOG:

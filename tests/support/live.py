@@ -34,7 +34,7 @@ def database_url() -> str:
 class LiveServer:
     def __init__(self, name: str, extra_env: dict[str, str] | None = None,
                  app: str = "tambo_project.asgi:application", args: tuple[str, ...] = (),
-                 start_timeout: float = 30.0):
+                 start_timeout: float = 120.0):
         self.name = name
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"

@@ -60,3 +60,26 @@ def test_usage_total_sums_a_users_runs_since_a_time(runs, project):
     assert total.output_tokens == _usage(first).output_tokens + _usage(second).output_tokens
     assert usage_total(project_id=project.id, since=before, user_key="bob").runs == 0
     assert usage_total(project_id=project.id, since=timezone.now() + dt.timedelta(seconds=5)).runs == 0
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_gateway_completion_records_its_usage(api, stream):
+    from telemetry.models import Usage
+
+    response = api.post("/api/chat/completions", {"model": "offline", "stream": stream,
+                                                  "messages": [{"role": "user", "content": "hello gateway"}]})
+    assert response.status_code == 200
+    response.content  # the whole answer: the call is recorded when its deltas end
+    usage = Usage.objects.get(kind="gateway")
+    assert (usage.outcome, usage.model, usage.provider) == ("completed", "offline", "offline")
+    assert usage.output_tokens > 0 and usage.run_id is None and usage.duration_ms is not None
+
+
+def test_a_failed_gateway_completion_is_recorded_as_failed(api):
+    from telemetry.models import Usage
+
+    response = api.post("/api/chat/completions", {"model": "offline",
+                                                  "messages": [{"role": "user", "content": "!fail"}]})
+    assert response.status_code >= 500
+    usage = Usage.objects.get(kind="gateway")
+    assert (usage.outcome, usage.error_code) == ("failed", "LLM_SERVER_ERROR")
