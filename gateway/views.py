@@ -32,6 +32,7 @@ from projects.auth import Principal, principal_aresolve
 from projects.models_config import model_chain_for
 from providers import get_provider
 from providers.base import Delta, ModelError, StepEnd
+from telemetry.calls import metered
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,9 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
             deltas = _counted(chain.stream(chat.model_request(None)), principal)
         else:
             deltas = _counted(get_provider(route.provider).stream(chat.model_request(route.model)), principal)
+        deltas = metered(deltas, project=principal.project,
+                         user_key=principal.session_user_key or principal.token_user_key or "",
+                         kind="gateway", model=route.model or route.alias, provider=route.provider)
         if not chat.stream:
             return JsonResponse(await _whole(deltas, route.alias))
         first = await _first(deltas)

@@ -116,25 +116,29 @@ def lock_renew(*, run_ids: list[str]) -> int:
 
 def lock_release(*, thread_id: str, run_id: str, run_status: str, thread_fields: dict[str, Any] | None = None,
                  error_code: str | None = None, error_message: str | None = None,
-                 run_fields: dict[str, Any] | None = None) -> bool:
+                 run_fields: dict[str, Any] | None = None, in_lock: Callable[[], Any] | None = None) -> bool:
     """Releases the lock held by `run_id` (→ IDLE) and records how the run ended.
 
     Holds the thread's row lock for one short transaction. Only the holder can release: for any
     other run this changes nothing and returns False (its lease was taken over, for instance).
     `thread_fields` are set on the thread in the same transaction (pending ids, last run …), and
-    `run_fields` on the run (its token usage).
+    `run_fields` on the run (its token usage); `in_lock()` runs last in the same transaction, and only
+    when the lock was released (the run's usage record: telemetry/runs.py).
     """
     now = timezone.now()
     # One conditional UPDATE is the check and the write: it takes the row lock and changes the row
     # only while `run_id` holds the lock; the run's is written with it (runs/statements.py: one
     # statement on PostgreSQL, two in this transaction on SQLite).
     with transaction.atomic():
-        return run_release(
+        released = run_release(
             thread_id=thread_id, run_id=run_id,
             thread_values={"run_status": RunStatus.IDLE, "current_run_id": None, "lease_expires_at": None,
                            "updated_at": now, **(thread_fields or {})},
             run_values={"status": run_status, "error_code": error_code, "error_message": error_message,
                         "finished_at": now, **(run_fields or {})})
+        if released and in_lock is not None:
+            in_lock()
+    return released
 
 
 def lock_request_cancel(*, thread_id: str, run_id: str) -> bool:

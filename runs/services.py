@@ -20,6 +20,7 @@ from runs.context_budget import check_new_message, history_for, run_budget
 from runs.lock import lock_release, lock_request_cancel, lock_take, lock_take_created
 from runs.models import Run
 from runs.tool_counts import TurnToolCounts, turn_limit
+from telemetry.runs import RunEnd, run_meter_start
 from threads import selectors
 from threads import services as thread_services
 from threads.models import Message, RunStatus, Thread
@@ -50,6 +51,8 @@ class StartedRun:
         limit = turn_limit(self.thread.project.max_tool_calls_per_turn, settings.MAX_TOOL_CALLS_PER_TURN)
         self.tool_counts = TurnToolCounts.of_turn(self.history, turn_limit=limit,
                                                   max_identical=settings.MAX_IDENTICAL_TOOL_CALLS)
+        # Every entry point (/v1, AG-UI) builds one of these once the lock is taken: the run starts here.
+        run_meter_start(run=self.run, thread=self.thread, project=self.thread.project, user_key=self.thread.user_key)
 
 
 def _tool_results(body: wire.CreateRunBody) -> dict[str, wire.InToolResultBlock]:
@@ -247,37 +250,42 @@ def message_mark_cancelled(*, message_id: str) -> None:
 
 
 def run_pause(*, thread: Thread, run: Run, pending_ids: list[str]) -> bool:
-    _usage_record(thread, run)
-    return lock_release(thread_id=thread.id, run_id=run.id, run_status=Run.Status.AWAITING_INPUT,
-                        thread_fields={"pending_tool_call_ids": pending_ids, "last_completed_run_id": run.id,
-                                       "last_run_cancelled": None, "last_run_error": None},
-                        run_fields=_run_fields(run))
+    return _release(thread=thread, run=run, run_status=Run.Status.AWAITING_INPUT,
+                    thread_fields={"pending_tool_call_ids": pending_ids, "last_completed_run_id": run.id,
+                                   "last_run_cancelled": None, "last_run_error": None})
 
 
 def run_complete(*, thread: Thread, run: Run) -> bool:
-    _usage_record(thread, run)
-    return lock_release(thread_id=thread.id, run_id=run.id, run_status=Run.Status.COMPLETED,
-                        thread_fields={"pending_tool_call_ids": [], "last_completed_run_id": run.id,
-                                       "last_run_cancelled": None, "last_run_error": None},
-                        run_fields=_run_fields(run))
+    return _release(thread=thread, run=run, run_status=Run.Status.COMPLETED,
+                    thread_fields={"pending_tool_call_ids": [], "last_completed_run_id": run.id,
+                                   "last_run_cancelled": None, "last_run_error": None})
 
 
 def run_cancel(*, thread: Thread, run: Run) -> bool:
     # A cancelled run still counts as the last completed one, so the next message can follow it.
-    _usage_record(thread, run)
-    return lock_release(thread_id=thread.id, run_id=run.id, run_status=Run.Status.CANCELLED,
-                        thread_fields={"pending_tool_call_ids": [], "last_completed_run_id": run.id,
-                                       "last_run_cancelled": True, "last_run_error": None},
-                        error_code="CANCELLED", error_message="The run was cancelled.", run_fields=_run_fields(run))
+    return _release(thread=thread, run=run, run_status=Run.Status.CANCELLED,
+                    thread_fields={"pending_tool_call_ids": [], "last_completed_run_id": run.id,
+                                   "last_run_cancelled": True, "last_run_error": None},
+                    error_code="CANCELLED", error_message="The run was cancelled.")
 
 
 def run_fail(*, thread: Thread, run: Run, code: str, message: str) -> bool:
+    return _release(thread=thread, run=run, run_status=Run.Status.FAILED,
+                    thread_fields={"pending_tool_call_ids": [], "last_completed_run_id": run.id,
+                                   "last_run_cancelled": None,
+                                   "last_run_error": {"code": code, "message": message}},
+                    error_code=code, error_message=message)
+
+
+def _release(*, thread: Thread, run: Run, run_status: str, **fields: Any) -> bool:
+    """Releases the lock and records the run's end; its usage row is written in the same transaction
+    (no statement of its own per step) and its metrics, log line and span follow (telemetry/runs.py)."""
     _usage_record(thread, run)
-    return lock_release(thread_id=thread.id, run_id=run.id, run_status=Run.Status.FAILED,
-                        thread_fields={"pending_tool_call_ids": [], "last_completed_run_id": run.id,
-                                       "last_run_cancelled": None,
-                                       "last_run_error": {"code": code, "message": message}},
-                        error_code=code, error_message=message, run_fields=_run_fields(run))
+    end = RunEnd(run=run, outcome=run_status, error_code=fields.get("error_code"))
+    released = lock_release(thread_id=thread.id, run_id=run.id, run_status=run_status, run_fields=_run_fields(run),
+                            in_lock=end.record, **fields)
+    end.observe(released=released)
+    return released
 
 
 def _usage_record(thread: Thread, run: Run) -> None:

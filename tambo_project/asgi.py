@@ -28,3 +28,8 @@ import tools.mcp_client  # noqa: E402,F401
 from providers import get_provider  # noqa: E402
 
 get_provider()
+
+from telemetry import metrics  # noqa: E402
+
+metrics.forget_dead_processes()  # a replaced worker's open streams are not open any more
+metrics.serve_metrics_port()

@@ -41,9 +41,11 @@ INSTALLED_APPS = [
     "threads",
     "runs",
     "tools",
+    "telemetry",
 ]
 
 MIDDLEWARE = [
+    "telemetry.middleware.TelemetryMiddleware",  # outermost: every answer is counted and logged
     "tambo_project.cors.CorsMiddleware",
     "tambo_project.middleware.InputSanityMiddleware",
     # Django's own middleware, run on the event loop for async requests (no thread hop per step).
@@ -259,15 +261,18 @@ if GATEWAY_DEFAULT_MODEL and GATEWAY_DEFAULT_MODEL not in GATEWAY_MODELS and GAT
     raise environ.ImproperlyConfigured(
         f"GATEWAY_DEFAULT_MODEL {GATEWAY_DEFAULT_MODEL!r} is not 'offline' or an alias in GATEWAY_MODELS")
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    # The `openai` client logs every request through httpx (or its fork httpx2) at INFO.
-    "loggers": {"httpx": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}, "django.request": {"level": "ERROR"}},
-}
+# --- Telemetry (telemetry/, docs/operations-telemetry.md) -----------------------------------------
+LOG_FORMAT = env.str("LOG_FORMAT", default="plain")
+if LOG_FORMAT not in ("plain", "json"):
+    raise environ.ImproperlyConfigured(f"LOG_FORMAT must be 'plain' or 'json', not {LOG_FORMAT!r}")
+ACCESS_LOG = env.bool("ACCESS_LOG", default=True)  # one line per request (logger tambo.access)
+from telemetry.logs import logging_config  # noqa: E402  (a plain module: no app, no model)
+
+LOGGING = logging_config(log_format=LOG_FORMAT, level=env.str("LOG_LEVEL", default="INFO"))
+# GET /metrics answers only with this bearer token; METRICS_PORT serves it on a port of its own.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+METRICS_PORT = env.int("METRICS_PORT", default=0)
+METRICS_HOST = env.str("METRICS_HOST", default="127.0.0.1")
 
 # Browser users without a project membership act in this project (created on first use).
 WEB_PROJECT_NAME = env.str("WEB_PROJECT_NAME", default="demo")
