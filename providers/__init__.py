@@ -12,8 +12,26 @@ def get_provider(name: str | None = None) -> Provider:
     return _provider(name or settings.MODEL_PROVIDER)
 
 
-@lru_cache(maxsize=8)
+async def providers_close() -> None:
+    """Closes the model clients the providers opened on the running loop (at the process's shutdown)."""
+    for provider in _made:
+        aclose = getattr(provider, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+_made: list[Provider] = []
+
+
 def _provider(name: str) -> Provider:
+    provider = _cached_provider(name)
+    if provider not in _made:
+        _made.append(provider)
+    return provider
+
+
+@lru_cache(maxsize=8)
+def _cached_provider(name: str) -> Provider:
     # Only the chosen provider's module is imported: the openai SDK is a slow import that an
     # offline server never needs.
     if name == "offline":
@@ -30,4 +48,5 @@ def _provider(name: str) -> Provider:
 
 def reset_providers() -> None:
     """For tests that change provider settings."""
-    _provider.cache_clear()
+    _cached_provider.cache_clear()
+    _made.clear()

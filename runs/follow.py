@@ -56,6 +56,13 @@ class Follower:
         if self.mirrors.get(run_id) is mirror:
             del self.mirrors[run_id]
 
+    async def stop(self) -> None:
+        """Stops the poll and LISTEN tasks (at the process's shutdown); the LISTEN connection closes."""
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
     def wake(self) -> None:
         """Asks for a poll of every followed run (coalesced: one at a time, none queued twice)."""
         if self._wanted is not None:

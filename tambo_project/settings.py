@@ -8,9 +8,15 @@ from pathlib import Path
 import environ
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# Run from a checkout, the page's folders (templates/, static/) and var/ sit beside manage.py. Run from
+# an install (`pip install .`, the image), the page's folders are inside this package (setup.py puts
+# them there), and var/ and .env are the working directory's.
+INSTALLED = (Path(__file__).resolve().parent / "templates").is_dir()
+PAGE_DIR = Path(__file__).resolve().parent if INSTALLED else BASE_DIR
+WORK_DIR = Path.cwd() if INSTALLED else BASE_DIR
 
 env = environ.Env()
-environ.Env.read_env(BASE_DIR / ".env") if (BASE_DIR / ".env").exists() else None
+environ.Env.read_env(WORK_DIR / ".env") if (WORK_DIR / ".env").exists() else None
 
 DEBUG = env.bool("DEBUG", default=False)
 # The default key is only good for a laptop; docker-compose and real deployments set SECRET_KEY.
@@ -57,7 +63,7 @@ ASGI_APPLICATION = "tambo_project.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [PAGE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -69,7 +75,7 @@ TEMPLATES = [
     },
 ]
 
-SQLITE_PATH = env.str("SQLITE_PATH", default=str(BASE_DIR / "var" / "db.sqlite3"))
+SQLITE_PATH = env.str("SQLITE_PATH", default=str(WORK_DIR / "var" / "db.sqlite3"))
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{SQLITE_PATH}")}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
@@ -121,8 +127,17 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "/static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = env.str("STATIC_ROOT", default=str(BASE_DIR / "var" / "static"))
+STATICFILES_DIRS = [PAGE_DIR / "static"]
+STATIC_ROOT = env.str("STATIC_ROOT", default=str(WORK_DIR / "var" / "static"))
+# WhiteNoise serves /static/ (tambo_project/static_files.py). STATIC_COLLECTED (`tambo-server serve`
+# sets it once it has run collectstatic) serves STATIC_ROOT's copies: compressed, with a content hash in
+# their names, so browsers keep them for a year. Otherwise (bin/serve, the tests) the source folders
+# are served as they are, looked up on every request so that an edited file is served at once.
+STATIC_COLLECTED = env.bool("STATIC_COLLECTED", default=False)
+if STATIC_COLLECTED:
+    STORAGES = {"default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+                "staticfiles": {"BACKEND": "tambo_project.static_files.CollectedStaticStorage"}}
+WHITENOISE_USE_FINDERS = WHITENOISE_AUTOREFRESH = not STATIC_COLLECTED
 LOGIN_URL = "/login/"
 
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}

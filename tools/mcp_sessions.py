@@ -112,7 +112,21 @@ class McpSessions:
         self._sessions.clear()
 
 
+    async def aclose(self) -> None:
+        """Closes every session and waits for them to end (a stdio server's process exits)."""
+        tasks = [session.task for session in self._sessions.values()]
+        self.close_all()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
 _by_loop: dict[asyncio.AbstractEventLoop, McpSessions] = {}
+
+
+async def sessions_close() -> None:
+    """Closes the kept sessions of the running event loop (at the process's shutdown)."""
+    kept = _by_loop.pop(asyncio.get_running_loop(), None)
+    if kept is not None:
+        await kept.aclose()
 
 
 def sessions() -> McpSessions:
