@@ -27,6 +27,10 @@ class Project(models.Model):
     # Logged-in browser users act in one project; each gets its own user key (see projects/auth.py).
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="tambo_projects")
     created_at = models.DateTimeField(default=now_unique)
+    # Models, access, limits and transcription (projects/config.py: the schema; docs/projects.md).
+    # Bumped by every write of `settings`, so each process re-parses a project's settings once per change.
+    settings = models.JSONField(default=dict, blank=True)
+    settings_version = models.PositiveIntegerField(default=0, editable=False)
 
     # Identity by token (spec section 10): how an app's own user tokens are verified. At most one of
     # the three key sources is set; none set means the token exchange is refused for this project.

@@ -1,0 +1,115 @@
+"""A project's settings beyond its columns: models, access, limits, transcription (docs/projects.md).
+
+One schema, `ProjectSettings`, is what the project file (`manage.py apply_projects`) validates, what the
+admin edits and what `Project.settings` stores (camelCase, as in the file). Everything reads it through
+`project_settings(project)`, which parses a project's stored document once per process and version
+(`Project.settings_version` is bumped by every write), so the run path pays no pydantic per request.
+
+Secrets (`apiKey`) are either `env:NAME`, resolved when used (never when applied), or a stored value
+that `projects/secrets.py` encrypts before it reaches the column.
+"""
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+ENV_REF = re.compile(r"^env:([A-Za-z_][A-Za-z0-9_]*)$")
+
+
+class SettingsModel(BaseModel):
+    # Unknown keys are refused (a typo in the project file must not be silently ignored).
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", strict=True)
+
+
+def _check_env_ref(value: str) -> str:
+    if value.startswith("env:") and not ENV_REF.match(value):
+        raise ValueError("an env: reference must name a variable: env:NAME (letters, digits, _)")
+    return value
+
+
+# A secret: `env:NAME` (resolved at use) or a value to be stored encrypted.
+Secret = Annotated[str, AfterValidator(_check_env_ref)]
+
+
+class ModelSpec(SettingsModel):
+    """One model a project may call; the first of a project's list answers, the others are fallbacks."""
+
+    provider: Literal["openai", "anthropic", "offline"]
+    model: str = Field(min_length=1, max_length=200)
+    api_key: Secret | None = None
+    base_url: str | None = Field(default=None, max_length=1000)
+
+
+class TranscriptionSpec(SettingsModel):
+    provider: Literal["openai"] = "openai"
+    model: str = Field(default="whisper-1", min_length=1, max_length=200)
+    api_key: Secret | None = None
+    base_url: str | None = Field(default=None, max_length=1000)
+
+
+class Limits(SettingsModel):
+    """Section 18's limits; 0 (or absent) means no limit."""
+
+    runs_per_minute_per_user: int = Field(default=0, ge=0)
+    runs_per_minute: int = Field(default=0, ge=0)
+    tokens_per_day_per_user: int = Field(default=0, ge=0)
+    tokens_per_day: int = Field(default=0, ge=0)
+
+
+class ProjectSettings(SettingsModel):
+    """What `Project.settings` holds. The project's name, system prompt and user-token settings stay in
+    their own columns (the project file maps `systemPrompt` and `userTokens` onto them)."""
+
+    allow_system_prompt_override: bool = False
+    token_required: bool = False
+    allowed_origins: list[str] = Field(default_factory=list)
+    models: list[ModelSpec] = Field(default_factory=list)
+    allowed_models: list[str] = Field(default_factory=list)
+    max_input_tokens: int | None = Field(default=None, gt=0)
+    max_output_tokens: int | None = Field(default=None, gt=0)
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    transcription: TranscriptionSpec | None = None
+    limits: Limits = Field(default_factory=Limits)
+
+
+DEFAULT_SETTINGS = ProjectSettings()
+
+# (project pk, settings_version) -> parsed settings. A project's rows are few and small; the cache
+# holds one entry per project (an older version is replaced).
+_parsed: dict[str, tuple[int, ProjectSettings]] = {}
+
+
+def project_settings(project) -> ProjectSettings:
+    """The project's parsed settings. A stored document that no longer validates (written by an older
+    version) raises pydantic.ValidationError: the project file or the admin must fix it."""
+    raw = getattr(project, "settings", None)
+    if not raw:
+        return DEFAULT_SETTINGS
+    version = getattr(project, "settings_version", 0)
+    hit = _parsed.get(project.pk)
+    if hit is not None and hit[0] == version:
+        return hit[1]
+    parsed = ProjectSettings.model_validate(raw)
+    _parsed[project.pk] = (version, parsed)
+    return parsed
+
+
+def project_settings_dump(value: ProjectSettings) -> dict:
+    """The stored (camelCase) form; defaults left out so the column stays small."""
+    return value.model_dump(by_alias=True, exclude_defaults=True, mode="json")
+
+
+def project_settings_save(project, value: ProjectSettings) -> None:
+    """Stores `value` as the project's settings and bumps its version (one UPDATE). Secrets are stored
+    as given: callers encrypt typed-in values first (projects/secrets.py)."""
+    from django.db.models import F
+
+    from projects.models import Project
+
+    project.settings = project_settings_dump(value)
+    Project.objects.filter(pk=project.pk).update(settings=project.settings,
+                                                  settings_version=F("settings_version") + 1)
+    project.refresh_from_db(fields=["settings_version"])
