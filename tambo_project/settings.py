@@ -138,6 +138,9 @@ if STATIC_COLLECTED:
     STORAGES = {"default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
                 "staticfiles": {"BACKEND": "tambo_project.static_files.CollectedStaticStorage"}}
 WHITENOISE_USE_FINDERS = WHITENOISE_AUTOREFRESH = not STATIC_COLLECTED
+# Served over HTTPS (a proxy terminating TLS, docs/deployment.md): cookies only over HTTPS, and HSTS.
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=False)
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
 LOGIN_URL = "/login/"
 
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
