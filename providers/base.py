@@ -87,7 +87,7 @@ Delta = Union[TextDelta, ToolCallDelta, StepEnd]
 class ModelError(Exception):
     """A provider failure, already made safe to show: `message` never holds keys or raw exception text.
 
-    `code` is one of LLM_RATE_LIMITED, LLM_CLIENT_ERROR, LLM_SERVER_ERROR (spec section 4).
+    `code` is one of LLM_RATE_LIMITED, LLM_CLIENT_ERROR, LLM_SERVER_ERROR (docs/protocol.md#the-event-stream).
     """
 
     def __init__(self, code: str, message: str, *, retryable: bool, status: int | None = None,

@@ -9,7 +9,7 @@ The watcher is one task per process, started by the first API request or run. Ev
 RUN_WATCH_INTERVAL seconds it renews the leases of all runs this process streams with one UPDATE,
 looks for cancels requested through the database with one SELECT, checkpoints the in-progress text
 of the runs whose text changed (at most once a second per run) with one UPDATE, and records the
-threads whose lease expired anywhere with one statement (spec sections 8 and 14: batched, never
+threads whose lease expired anywhere with one statement (docs/protocol.md#design-for-scale and #after-a-crash: batched, never
 one query per run), and now and then removes the event-log rows of runs whose replay window closed
 (runs/event_log.py). It also starts the task that writes the runs' events to the event log on its
 own, faster pace (runs/feeds.py), and asks for a poll of the runs followed from other processes

@@ -1,4 +1,4 @@
-"""A run's events in memory, numbered, for its own stream and every reader in this process (spec section 12).
+"""A run's events in memory, numbered, for its own stream and every reader in this process (docs/protocol.md#resumable-runs).
 
 The process running a run appends each encoded event to the run's `Feed`. Events are *sealed*
 (numbered 1, 2, 3 … and framed with their `id:` line) when a reader takes them or the event log is

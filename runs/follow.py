@@ -1,4 +1,4 @@
-"""Following a run that streams in another process, through PostgreSQL alone (spec section 12).
+"""Following a run that streams in another process, through PostgreSQL alone (docs/protocol.md#resumable-runs).
 
 Each process that has readers of runs streaming elsewhere keeps one `Feed` mirror per such run
 (runs/feeds.py), shared by all its readers of that run. One LISTEN connection per process

@@ -1,4 +1,4 @@
-"""The per-thread run lock: a lease on the thread row (spec section 5).
+"""The per-thread run lock: a lease on the thread row (docs/protocol.md#the-run-lock).
 
 `run_status` moves idle → waiting → streaming → idle. Taking and releasing are each one short
 transaction holding the thread's row lock (`SELECT … FOR UPDATE` on PostgreSQL; on SQLite the
@@ -35,7 +35,7 @@ FINAL_RUN_STATUSES = (Run.Status.COMPLETED, Run.Status.CANCELLED, Run.Status.FAI
 
 def _fail_dead_run(thread: Thread) -> None:
     """Records the run of an expired lease as failed and stores its checkpointed text as a
-    cancelled assistant message (spec section 14). Caller holds the thread's row lock."""
+    cancelled assistant message (docs/protocol.md#after-a-crash). Caller holds the thread's row lock."""
     now = timezone.now()
     dead = Run.objects.filter(id=thread.current_run_id).exclude(status__in=FINAL_RUN_STATUSES).first()
     if dead is not None:
@@ -56,7 +56,7 @@ def lock_take(*, thread_id: str, run_id: str, in_lock: Callable[[Thread], Any] |
     Holds the thread's row lock for one short transaction, taken by threads.services `thread_lock`
     on `queryset` (default all threads; a caller narrows it to what the requester may see, and may
     annotate it to read more in the same statement). `check(thread)` runs first, on the locked row,
-    for the checks that come before the lock's own (spec section 3). `in_lock(thread)` runs after
+    for the checks that come before the lock's own (docs/protocol.md#starting-a-run). `in_lock(thread)` runs after
     the lock check, so the caller can write what must change atomically with the lock (the Run row,
     tool results, clearing pending ids); anything either raises rolls everything back. Raises
     Problem 404 THREAD_NOT_FOUND when no row matches, 409 CONCURRENT_RUN while a live run holds the

@@ -182,7 +182,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = None
 RUN_LEASE_SECONDS = env.float("RUN_LEASE_SECONDS", default=30.0)
 # How often one process renews the leases and looks for cancels of all the runs it streams.
 RUN_WATCH_INTERVAL = env.float("RUN_WATCH_INTERVAL", default=0.5)
-# Resumable runs (spec section 12): a run's events can be replayed this long after it ended.
+# Resumable runs (docs/protocol.md#resumable-runs): a run's events can be replayed this long after it ended.
 RUN_REPLAY_SECONDS = env.float("RUN_REPLAY_SECONDS", default=300.0)
 # A process writes the new events of all the runs it streams to the event log in one statement at
 # most this often (readers on other processes wait that long at most for them).

@@ -1,4 +1,4 @@
-"""Kept MCP sessions: one per (event loop, MCP server), reused by every call (spec section 8).
+"""Kept MCP sessions: one per (event loop, MCP server), reused by every call (docs/protocol.md#design-for-scale).
 
 `tools.mcp_client.call_tool` connects, calls and disconnects: for a stdio server that is a process
 started per call. `McpSessions.call_tool` instead keeps one session per server open while it is in
