@@ -2,7 +2,7 @@
 security requirement, and pydantic models as components.
 
 The document is assembled in tambo_project/openapi.py; the apps describe the routes drf-spectacular
-cannot see (runs/openapi.py, runs/assist/openapi.py, gateway/openapi.py) with these helpers.
+cannot see (runs/openapi.py, assist/openapi.py, gateway/openapi.py) with these helpers.
 """
 from __future__ import annotations
 

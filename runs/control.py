@@ -11,9 +11,9 @@ looks for cancels requested through the database with one SELECT, checkpoints th
 of the runs whose text changed (at most once a second per run) with one UPDATE, and records the
 threads whose lease expired anywhere with one statement (docs/protocol.md#design-for-scale and #after-a-crash: batched, never
 one query per run), and now and then removes the event-log rows of runs whose replay window closed
-(runs/event_log.py). It also starts the task that writes the runs' events to the event log on its
-own, faster pace (runs/feeds.py), and asks for a poll of the runs followed from other processes
-(runs/follow.py) in case a notification was lost. A tick that fails (the database is away) is
+(runs/stream/event_log.py). It also starts the task that writes the runs' events to the event log on its
+own, faster pace (runs/stream/feeds.py), and asks for a poll of the runs followed from other processes
+(runs/stream/follow.py) in case a notification was lost. A tick that fails (the database is away) is
 logged and the next one tries again.
 """
 from __future__ import annotations
@@ -28,12 +28,12 @@ from django.conf import settings
 from django.db import close_old_connections, connections
 
 from core.db import db_call, log_db_failure
-from runs.event_log import log_cleanup
-from runs.feeds import flusher
-from runs.follow import follower
 from runs.lock import lock_renew
 from runs.models import Run
-from runs.recovery import checkpoint_write, expired_lease_sweep
+from runs.recovery.leases import checkpoint_write, expired_lease_sweep
+from runs.stream.event_log import log_cleanup
+from runs.stream.feeds import flusher
+from runs.stream.follow import follower
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

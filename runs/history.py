@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from threads.content import block_text
 from threads.models import Message
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -18,18 +19,6 @@ DEFAULT_SYSTEM_PROMPT = (
 
 def component_tool_name(component_name: str) -> str:
     return f"show_component_{component_name}"
-
-
-def block_text(block: dict[str, Any]) -> str:
-    if block.get("type") == "text":
-        return block.get("text", "")
-    if block.get("type") == "resource":
-        resource = block.get("resource") or {}
-        if resource.get("text"):
-            return resource["text"]
-        label = resource.get("name") or resource.get("uri") or "resource"
-        return f"[{label} ({resource.get('mimeType', 'unknown type')})]"
-    return ""
 
 
 def result_text(result_block: dict[str, Any]) -> str:

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from core.problems import Problem
 from runs.models import Run
-from runs.recovery import DEAD_RUN_MESSAGE, log_dead_runs, partial_store
+from runs.recovery.leases import DEAD_RUN_MESSAGE, log_dead_runs, partial_store
 from threads.models import LEASE_EXPIRED_CODE, LEASE_EXPIRED_ERROR, RunStatus, Thread
 from threads.services import thread_lock
 

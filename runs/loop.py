@@ -18,10 +18,11 @@ from clientsdk import wire
 from core.db import db_call
 from core.problems import is_database_unavailable
 from providers.base import ModelError, ModelRequest, Provider, StepEnd
-from runs import services, settle
+from runs import services
 from runs.control import SHUTDOWN_REASON, RunCancelled, RunControl
 from runs.history import build_model_messages, component_result_text, result_text
 from runs.lock import LEASE_EXPIRED_CODE
+from runs.recovery import settle
 from runs.services import StartedRun
 from runs.step import Call, Step
 from runs.tool_counts import TurnToolCounts
@@ -38,9 +39,9 @@ async def advance(started: StartedRun, control: RunControl, provider: Provider) 
     """The run's events, from RUN_STARTED to exactly one RUN_FINISHED or RUN_ERROR.
 
     Whatever escapes the loop itself (typically the database failing while the loop records how the
-    run ended, or a failure the consumer throws in at a yield: see runs/guard.py) still ends the
+    run ended, or a failure the consumer throws in at a yield: see runs/stream/guard.py) still ends the
     stream with RUN_ERROR, and the run is recorded as failed with the unsaved step stored and its
-    lock released: at once if the database answers, else in the background (runs/settle.py).
+    lock released: at once if the database answers, else in the background (runs/recovery/settle.py).
     """
     ended = False
     inner = _advance(started, control, provider)

@@ -33,7 +33,7 @@ class Run(models.Model):
     # Token counts summed over the run's model steps, as the provider reported them (None: it did not).
     usage = models.JSONField(null=True, blank=True)
     # The in-progress assistant message as last checkpointed by the streaming process's watcher
-    # (runs/recovery.py), so a process that dies does not take the text its client saw with it.
+    # (runs/recovery/leases.py), so a process that dies does not take the text its client saw with it.
     partial_message_id = models.CharField(max_length=40, null=True, blank=True)
     partial_text = models.TextField(null=True, blank=True)
 
@@ -46,7 +46,7 @@ class Run(models.Model):
 
 class RunEvent(models.Model):
     """One SSE event of a run as its stream sent it, for readers that join late or on another process
-    (docs/protocol.md#resumable-runs). Written in batches by the process running the run (runs/feeds.py), removed
+    (docs/protocol.md#resumable-runs). Written in batches by the process running the run (runs/stream/feeds.py), removed
     by the watcher once the run has been over for RUN_REPLAY_SECONDS."""
 
     pk = models.CompositePrimaryKey("run_id", "seq")

@@ -9,8 +9,8 @@ from django.db.models.functions import Length
 
 from core.problems import Problem
 from projects.auth import Principal
-from runs.event_log import replay_ended, run_orphaned
 from runs.models import Run, RunEvent
+from runs.stream.event_log import replay_ended, run_orphaned
 from threads.models import LEASE_EXPIRED_CODE
 
 

@@ -1,11 +1,10 @@
 from django.urls import path
 
-from runs import events_views, views
-from runs.agui import views as agui_views
+from runs import views
+from runs.stream import views as events_views
 
 urlpatterns = [
     path("threads/runs", views.create_thread_run, name="thread-runs"),
-    path("agui", agui_views.agui_run, name="agui"),
     path("threads/<str:thread_id>/runs", views.create_run, name="runs"),
     path("threads/<str:thread_id>/runs/<str:run_id>", views.cancel_run, name="run"),
     path("threads/<str:thread_id>/runs/<str:run_id>/events", events_views.run_events, name="run-events"),

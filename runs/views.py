@@ -1,7 +1,7 @@
 """The run endpoints: async views that check a request, then stream the advance loop as SSE.
 
 The view only decodes, calls services and writes bytes. The loop runs in its own task and feeds
-the run's numbered events (runs/feeds.py), so a client that goes away does not tear down the run's
+the run's numbered events (runs/stream/feeds.py), so a client that goes away does not tear down the run's
 bookkeeping: the run is cancelled (unless it already paused for client tools, or the request said
 `onDisconnect: "continue"`: then it runs to its end with no reader) and still stored and unlocked.
 """
@@ -24,9 +24,9 @@ from projects.auth import principal_aresolve
 from providers import get_provider
 from runs import services
 from runs.control import RunControl, watcher
-from runs.feeds import Feed, flusher, read
-from runs.guard import encode_into
 from runs.loop import advance
+from runs.stream.feeds import Feed, flusher, read
+from runs.stream.guard import encode_into
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ def stream_run(started: services.StartedRun, adapt=None) -> StreamingHttpRespons
     """The SSE answer streaming the advance loop of a started run; `adapt`, if given, maps its events
     (the AG-UI endpoint's, runs/agui/views.py).
 
-    The events go through the run's feed (runs/feeds.py), which numbers them: this answer is one reader
+    The events go through the run's feed (runs/stream/feeds.py), which numbers them: this answer is one reader
     of it. A /v1 run's feed is also written to the event log, for the events route; an AG-UI run's
     stream is numbered too but not logged (the events route serves /v1 runs' events).
     """
@@ -133,7 +133,7 @@ async def _produce(events, feed: Feed, control: RunControl, reading: asyncio.Eve
             except asyncio.TimeoutError:
                 if not keep_going:
                     control.cancel("disconnected")
-        # Encoded here, one by one, so a failure to encode goes back into the run (runs/guard.py).
+        # Encoded here, one by one, so a failure to encode goes back into the run (runs/stream/guard.py).
         await encode_into(events, feed.append)
     finally:
         feed.end()

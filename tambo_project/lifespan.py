@@ -22,8 +22,8 @@ import signal
 
 from providers import providers_close
 from runs.control import watcher
-from runs.feeds import flusher
-from runs.follow import follower
+from runs.stream.feeds import flusher
+from runs.stream.follow import follower
 from tools.mcp_sessions import sessions_close
 
 log = logging.getLogger(__name__)

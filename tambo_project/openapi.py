@@ -2,7 +2,7 @@
 
 drf-spectacular describes the DRF views (threads, messages, component state) from their
 `extend_schema` and the pydantic wire models. `postprocess_v1_schema` adds what it cannot see: the
-run endpoints (runs/openapi.py), names and suggestions (runs/assist/openapi.py), the token exchange
+run endpoints (runs/openapi.py), names and suggestions (assist/openapi.py), the token exchange
 (projects/openapi.py) and the chat-completions gateway (gateway/openapi.py), and the
 problem+json error answers every /v1 operation can give (docs/protocol.md#errors, core/openapi.py).
 
@@ -15,10 +15,10 @@ from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 
+from assist.openapi import assist_paths
 from core.openapi import PROBLEM_SCHEMA, SECURITY, SECURITY_SCHEME, problem
 from gateway.openapi import GATEWAY_SECURITY, GATEWAY_SECURITY_DEFINITION, gateway_paths
 from projects.openapi import add_token_exchange
-from runs.assist.openapi import assist_paths
 from runs.openapi import agui_path, run_events_path, run_paths
 
 SECURITY_DEFINITION = {

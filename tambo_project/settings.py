@@ -54,7 +54,7 @@ MIDDLEWARE = [
     "tambo_project.inline_middleware.MessageMiddleware",
     "tambo_project.inline_middleware.XFrameOptionsMiddleware",
     "tambo_project.middleware.ProblemMiddleware",
-    "runs.middleware.RunWatcherMiddleware",
+    "runs.recovery.middleware.RunWatcherMiddleware",
 ]
 
 ROOT_URLCONF = "tambo_project.urls"
@@ -116,7 +116,7 @@ if DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql") an
     # and replace it there, instead of failing the request, the watcher tick or a run's settling.
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # The one LISTEN connection per process that wakes readers of runs streaming in other processes
-# (runs/follow.py). It must reach PostgreSQL itself: a transaction-pooling proxy cannot hold a LISTEN.
+# (runs/stream/follow.py). It must reach PostgreSQL itself: a transaction-pooling proxy cannot hold a LISTEN.
 DATABASE_LISTEN_URL = env.str("DATABASE_LISTEN_URL", default=env.str("DATABASE_URL", default=""))
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

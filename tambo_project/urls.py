@@ -15,10 +15,11 @@ urlpatterns = [
          name="api-docs"),
     # Run routes come first: `threads/runs` must not be read as a thread id.
     path("v1/", include("runs.urls")),
+    path("v1/", include("runs.agui.urls")),
     path("v1/", include("threads.urls")),
     path("", include("projects.urls")),
     path("", include("gateway.urls")),
     # Thread names and suggestions: /v1 and the SDK's paths without it.
-    path("", include("runs.assist.urls")),
+    path("", include("assist.urls")),
     path("", include("tambo_project.page_urls")),
 ]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ["tambo_project", "gateway", "runs", "threads", "tools", "projects", "providers", "core", "clientsdk"]
+PACKAGES = ["tambo_project", "gateway", "assist", "runs", "threads", "tools", "projects", "providers", "core", "clientsdk"]
 LINT_IMPORTS = str(Path(sys.executable).with_name("lint-imports"))
 
 
@@ -41,8 +41,14 @@ def test_the_tree_keeps_its_import_contracts(tmp_path):
 @pytest.mark.parametrize("module, imported", [
     ("core.clock", "runs.models"),  # a core helper reaching up into an app
     ("threads.services", "runs.lock"),  # a domain app reaching up into the run lifecycle
-    ("gateway.views", "runs.sse"),  # one interface into its sibling
+    ("gateway.views", "runs.stream.sse"),  # one interface into its sibling
     ("clientsdk.errors", "django"),  # the client needing the server's framework
+    ("assist.names", "runs.history"),  # thread names and suggestions reaching into the run app
+    ("runs.stream.feeds", "runs.recovery.leases"),  # streaming reaching into crash recovery
+    ("runs.stream.sse", "runs.services"),  # streaming reaching into the lifecycle that writes the run
+    ("runs.services", "runs.agui.services"),  # the lifecycle depending on its AG-UI adapter
+    ("runs.recovery.settle", "runs.agui.protocol"),  # recovery depending on the AG-UI adapter
+    ("runs.lock", "runs.recovery.settle"),  # taking a lock importing crash recovery
 ])
 def test_an_import_running_the_wrong_way_breaks_a_contract(tmp_path, module, imported):
     tree = copy_tree(tmp_path)

@@ -57,12 +57,17 @@ def tambo_server(installed, *args: str, **env: str) -> subprocess.CompletedProce
                           timeout=300)
 
 
-def test_one_pip_install_brings_the_client_from_the_checkout_not_an_index(installed):
+def test_one_pip_install_brings_every_package_and_the_client_from_the_checkout_not_an_index(installed):
     _, env = installed
-    site = subprocess.run(["python", "-c", "import clientsdk, tambo_project; print(clientsdk.__file__); "
-                           "print(tambo_project.__file__)"], env=env, cwd=installed[0], capture_output=True,
-                          text=True, check=True).stdout.split()
+    # Every top-level package of the checkout (pyproject.toml's `packages.find` must list a new one).
+    packages = sorted(p.parent.name for p in ROOT.glob("*/__init__.py") if p.parent.name not in ("tests", "bench"))
+    assert {"clientsdk", "tambo_project", "runs"} <= set(packages)
+    code = "import importlib\nfor name in %r: print(importlib.import_module(name).__file__)" % (packages,)
+    site = subprocess.run(["python", "-c", code], env=env, cwd=installed[0], capture_output=True, text=True,
+                          check=True).stdout.split()
+    assert len(site) == len(packages)
     assert all(path.startswith(str(installed[0].parent / "venv")) for path in site), site
+    site = [path for path in site if "/clientsdk/" in path]
     [direct_url] = (Path(site[0]).parents[1]).glob("tambo_clientsdk-*.dist-info/direct_url.json")
     assert json.loads(direct_url.read_text())["url"] == (ROOT / "clientsdk").as_uri()
 

@@ -60,7 +60,7 @@ def thread_delete(*, thread: Thread) -> None:
 def thread_lock(*, thread_id: str, queryset: QuerySet[Thread] | None = None) -> Thread:
     """The thread's row, read and locked for the caller's open transaction: the one place a thread
     is locked (the run lock, runs/lock.py, takes it here too; only the expired-lease sweep,
-    runs/recovery.py, locks a batch of rows in its own statement, skipping the ones held).
+    runs/recovery/leases.py, locks a batch of rows in its own statement, skipping the ones held).
 
     One SELECT … FOR UPDATE of the thread's own row (not of tables `queryset` joins); on SQLite the
     IMMEDIATE transaction mode set in settings holds the database write lock from BEGIN instead.

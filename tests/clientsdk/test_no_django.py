@@ -12,7 +12,7 @@ SCRIPT = textwrap.dedent("""
     import importlib, json, pkgutil, sys
 
     SERVER_PACKAGES = {"django", "rest_framework", "tambo_project", "core", "projects", "threads", "runs",
-                       "providers", "gateway", "tools"}
+                       "assist", "providers", "gateway", "tools"}
 
     class Blocker:
         def find_spec(self, name, path=None, target=None):

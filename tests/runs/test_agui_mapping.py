@@ -15,10 +15,10 @@ from ag_ui.core import (
     ToolCallResultEvent,
 )
 
-from runs.agui.protocol import agui_events, client_tools, model_context, plan_turn
-from runs.sse import encode_event
 from core.problems import Problem
 from core.validation import parse_body
+from runs.agui.protocol import agui_events, client_tools, model_context, plan_turn
+from runs.stream.sse import encode_event
 
 EVERY_FIELD = {
     "threadId": "conv-1",

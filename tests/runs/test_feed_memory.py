@@ -1,10 +1,10 @@
 """What a reader of a run's feed may hold (docs/protocol.md#resumable-runs): TAKE_BYTES at a time, so a reader that
 stops reading falls behind what the feed keeps and is cut, however much the run had produced when
-it last took (runs/feeds.py)."""
+it last took (runs/stream/feeds.py)."""
 from ag_ui.core import CustomEvent, TextMessageContentEvent
 
-from runs.feeds import DONE, LAGGED, MORE, TAKE_BYTES, Feed
-from runs.sse import MERGE_BYTES, encode_event
+from runs.stream.feeds import DONE, LAGGED, MORE, TAKE_BYTES, Feed
+from runs.stream.sse import MERGE_BYTES, encode_event
 
 
 def _append(feed: Feed, size: int, count: int = 1) -> None:

@@ -2,9 +2,10 @@
 run was asked to go on without it (`onDisconnect: "continue"`)."""
 import asyncio
 
-from runs import guard, views
+from runs import views
 from runs.control import RunControl
-from runs.feeds import Feed
+from runs.stream import guard
+from runs.stream.feeds import Feed
 
 
 def _events(control: RunControl, seen: list):

@@ -16,7 +16,7 @@ from runs import control as control_module
 from runs.control import CHECKPOINT_INTERVAL, RunControl, Watcher
 from runs.lock import lock_request_cancel, lock_take
 from runs.models import Run, RunEvent
-from runs.recovery import checkpoint_write, expired_lease_sweep
+from runs.recovery.leases import checkpoint_write, expired_lease_sweep
 from threads import services
 from threads.models import Message, RunStatus, Thread
 from threads.presenters import thread_to_wire

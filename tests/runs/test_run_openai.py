@@ -38,7 +38,7 @@ def assert_no_key(events: list[dict]) -> None:
 def test_text_deltas_stream_as_the_vendor_sends_them(runs: Runs, fake: Vendor):
     fake.script(Text(["Hel", "lo, ", "wor", "ld"]))
     thread_id, events = runs.run_new("hi there")
-    # Deltas that are ready together may go out as one event (runs/sse.py merge_text): the text
+    # Deltas that are ready together may go out as one event (runs/stream/sse.py merge_text): the text
     # is the vendor's, cut only where the vendor cut it.
     deltas = [e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT"]
     assert "".join(deltas) == "Hello, world"
@@ -77,7 +77,7 @@ def test_tool_call_fragments_split_mid_token_are_passed_on_and_reassembled(runs:
     fake.script(ToolCalls([ToolCall("get_weather", fragments, id="call_vendor_1")], text=["Let me ", "check."]))
     thread_id, events = runs.run_new("weather in Paris?", tools=[WEATHER_TOOL])
 
-    # Text deltas ready together may go out as one event (runs/sse.py merge_text).
+    # Text deltas ready together may go out as one event (runs/stream/sse.py merge_text).
     names = [n for i, n in enumerate(types(events)) if not (n == "TEXT_MESSAGE_CONTENT" == types(events)[i - 1])]
     assert names[:4] == ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END"]
     assert "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT") == "Let me check."

@@ -7,7 +7,7 @@ import json
 import pytest
 from ag_ui.core import TextMessageContentEvent, TextMessageEndEvent, TextMessageStartEvent
 
-from runs.sse import encode_event, merge_text
+from runs.stream.sse import encode_event, merge_text
 
 TRICKY = ['plain', 'a "quoted" word', "two\nlines\r\n", "tab\tand\bbell\x07", "emoji 😀🇫🇷", "\u2028",
           "a\u2029b", "back\\slash \\n", "\x00\x1f\x7f", "</script>", "é ñ 中文", "'single'", "/slash/"]

@@ -35,7 +35,7 @@ def fast_offline(settings, api_key):
     settings.OFFLINE_MODEL_DELAY = 0.0
     settings.RUN_WATCH_INTERVAL = 60.0  # no watcher tick inside the counted run
     # Nor an event-log write: like the tick, it is one statement per process per interval for all
-    # the runs it streams (runs/feeds.py), not a cost of one run.
+    # the runs it streams (runs/stream/feeds.py), not a cost of one run.
     settings.RUN_EVENTS_FLUSH_INTERVAL = 60.0
     reset_providers()
     yield

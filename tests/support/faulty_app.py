@@ -15,7 +15,7 @@ import os
 
 from tambo_project.asgi import application as real_application  # sets up Django first
 
-import runs.guard  # noqa: E402
+import runs.stream.guard  # noqa: E402
 from runs import services  # noqa: E402
 
 FAULT = os.environ.get("TAMBO_TEST_FAULT", "")
@@ -26,7 +26,7 @@ class InjectedFault(RuntimeError):
 
 
 def _failing_encoder():
-    real = runs.guard.encode_event
+    real = runs.stream.guard.encode_event
     seen: dict[str, int] = {}
 
     def encode(event):
@@ -74,7 +74,7 @@ def _failing_writes(app):
 
 application = real_application
 if FAULT == "encode":
-    runs.guard.encode_event = _failing_encoder()
+    runs.stream.guard.encode_event = _failing_encoder()
 elif FAULT == "store":
     services.step_persist = _failing_store()
 elif FAULT == "write":

@@ -6,7 +6,7 @@ from typing import Iterable
 from core.problems import Problem
 from providers import get_provider
 from providers.base import Completion, ModelError, ModelRequest
-from runs.history import block_text
+from threads.content import block_text
 from threads.models import Message
 
 

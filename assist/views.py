@@ -10,14 +10,14 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
+from assist.names import thread_name_generate
+from assist.suggestions import suggestion_generate, suggestion_list
 from clientsdk import wire
 from core.db import db_call
 from core.input_guard import request_json
 from core.problems import Problem, response_for
 from core.validation import int_param, parse_body
 from projects.auth import Principal, principal_aresolve
-from runs.assist.names import thread_name_generate
-from runs.assist.suggestions import suggestion_generate, suggestion_list
 from threads.presenters import named_thread_to_wire, suggestion_to_wire
 
 # Suggestions are at most 10 per message (maxSuggestions), so a whole list always fits one page.

@@ -2,8 +2,8 @@
 another process. Synchronous; called through db_call (core/db.py).
 
 Written in batches, never per event: the new events of all the runs a process streams go in one
-statement (runs/feeds.py Flusher); on PostgreSQL (`LogConnection.write`) the same statement notifies
-`CHANNEL` with the ids of those runs, so other processes' readers wake (runs/follow.py) and read the
+statement (runs/stream/feeds.py Flusher); on PostgreSQL (`LogConnection.write`) the same statement notifies
+`CHANNEL` with the ids of those runs, so other processes' readers wake (runs/stream/follow.py) and read the
 new rows of all the runs they follow with one `LogConnection.poll`. `log_cleanup`, run by the watcher, removes
 the rows of runs that ended more than RUN_REPLAY_SECONDS ago.
 """

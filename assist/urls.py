@@ -1,7 +1,7 @@
 """Routes for thread names and suggestions, with and without `/v1` (the SDK uses both)."""
 from django.urls import path
 
-from runs.assist import views
+from assist import views
 
 urlpatterns = [
     path("v1/threads/<str:thread_id>/messages/<str:message_id>/suggestions", views.suggestions,

@@ -12,8 +12,8 @@ from core.problems import Problem, response_for, validation_error
 from core.sse import sse_response
 from projects.auth import principal_aresolve
 from runs import selectors
-from runs.feeds import flusher
-from runs.follow import REPLAY_PAGE, events_follow, log_reaches
+from runs.stream.feeds import flusher
+from runs.stream.follow import REPLAY_PAGE, events_follow, log_reaches
 
 MAX_SEQ = 2**31 - 1  # the log's column is a 32-bit integer
 
@@ -35,7 +35,7 @@ async def run_events(request: HttpRequest, thread_id: str, run_id: str) -> HttpR
 
 def _join_live(facts: selectors.ReplayFacts) -> bool:
     """Whether a reader of a run that has not ended may take the events it lacks from this process's
-    copy of the run (runs/follow.py) rather than from the log: when they fit in half that copy's
+    copy of the run (runs/stream/follow.py) rather than from the log: when they fit in half that copy's
     buffer, with room for the live ones arriving with them (a copy that had to drop some would cut
     the reader at once)."""
     framed = facts.backlog_chars * 4 + facts.backlog_events * 32  # UTF-8 at most, and the id lines

@@ -1,10 +1,10 @@
 """Following a run that streams in another process, through PostgreSQL alone (docs/protocol.md#resumable-runs).
 
 Each process that has readers of runs streaming elsewhere keeps one `Feed` mirror per such run
-(runs/feeds.py), shared by all its readers of that run. One LISTEN connection per process
+(runs/stream/feeds.py), shared by all its readers of that run. One LISTEN connection per process
 (DATABASE_LISTEN_URL, straight to PostgreSQL: a transaction-pooling proxy cannot hold a LISTEN; it
 is not one of the bounded pool's connections) hears the event log's notifications, which name the runs
-that got new rows; when one of them is followed here, one poll (runs/event_log.py `LogConnection`)
+that got new rows; when one of them is followed here, one poll (runs/stream/event_log.py `LogConnection`)
 reads the new rows of *all* the runs followed here (one query per wake-up, whatever the number of readers), and the mirrors wake
 their readers. The watcher's tick also polls while anything is followed, so a notification lost
 while the LISTEN connection was being re-established delays events by a tick at most.
@@ -22,8 +22,8 @@ from django.conf import settings
 from django.db import connection
 
 from core.db import db_call, log_db_failure
-from runs.event_log import CHANNEL, log_connection, log_read
-from runs.feeds import Feed, flusher, frame, read
+from runs.stream.event_log import CHANNEL, log_connection, log_read
+from runs.stream.feeds import Feed, flusher, frame, read
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +151,7 @@ async def events_follow(run_id: str, after: int, *, join_live: bool = False):
     A reader that joins behind what this process holds in memory reads the difference from the
     event log first, a page at a time; then it reads on from the run's feed when the run streams in
     this process, else from the process's mirror of it (PostgreSQL). Once live, a reader that falls
-    behind what memory holds is cut (runs/feeds.py `read`).
+    behind what memory holds is cut (runs/stream/feeds.py `read`).
 
     `join_live`: the caller found that the logged events after `after` of a run that has not ended
     are few enough for the mirror's buffer. When the run streams in another process, the reader then

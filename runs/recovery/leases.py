@@ -28,9 +28,9 @@ from django.db import connection, transaction
 from django.db.models import Case, Count, Max, Q, Value, When
 from django.utils import timezone
 
-from runs.event_log import CHANNEL, NOTIFY_LIMIT
 from runs.models import Run, RunEvent
-from runs.sse import encode_event
+from runs.stream.event_log import CHANNEL, NOTIFY_LIMIT
+from runs.stream.sse import encode_event
 from threads import services as thread_services
 from threads.models import LEASE_EXPIRED_CODE, LEASE_EXPIRED_ERROR, Message, RunStatus, Thread
 

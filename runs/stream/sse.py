@@ -5,7 +5,7 @@ orjson instead of through the pydantic model: the bytes are identical (tests/run
 checks quotes, newlines, emoji, U+2028, backslashes and control characters against ag_ui's own
 encoding), at a fraction of the cost. Several text deltas of one message that are ready together
 go out as one event (`merge_text`), with the text unchanged; that happens when a run's events are
-numbered (runs/feeds.py), so every reader of the run sees the same events.
+numbered (runs/stream/feeds.py), so every reader of the run sees the same events.
 """
 from __future__ import annotations
 
@@ -47,12 +47,12 @@ def merge_text(events: Iterable[BaseEvent]) -> list[BaseEvent]:
 
 
 # A merged text event stays under this size (its parts' encodings added up): a reader takes events
-# a slice at a time (runs/feeds.py TAKE_BYTES), and one huge event would be a slice of its own.
+# a slice at a time (runs/stream/feeds.py TAKE_BYTES), and one huge event would be a slice of its own.
 MERGE_BYTES = 32 * 1024
 
 
 def merge_encoded(items: list[tuple[bytes, BaseEvent | None]]) -> list[tuple[bytes, BaseEvent | None]]:
-    """Events encoded one by one (runs/guard.py), with each run of consecutive TEXT_MESSAGE_CONTENT
+    """Events encoded one by one (runs/stream/guard.py), with each run of consecutive TEXT_MESSAGE_CONTENT
     of one message folded into one event (`merge_text`), up to MERGE_BYTES, and encoded again. The
     deltas each encoded alone, so their join encodes too: this cannot fail where the first encoding
     did not."""

@@ -18,7 +18,7 @@ from typing import AsyncGenerator, Callable
 
 from ag_ui.core import BaseEvent, RunErrorEvent, RunFinishedEvent
 
-from runs.sse import encode_event
+from runs.stream.sse import encode_event
 
 log = logging.getLogger(__name__)
 

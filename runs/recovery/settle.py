@@ -5,7 +5,7 @@ The client is told at once (RUN_ERROR) and the run's end is handed here: a backg
 the step the client saw (unless a message with its id exists already) and records the run as failed,
 retrying every RETRY_INTERVAL seconds for at most the lease (docs/protocol.md#after-a-crash). So the thread is free
 within a few seconds of the database coming back, not when the lease runs out; and if the database
-stays away longer than the lease, the expiry sweep (runs/recovery.py) records the run instead, with
+stays away longer than the lease, the expiry sweep (runs/recovery/leases.py) records the run instead, with
 its last checkpoint.
 """
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The process running a run appends each encoded event to the run's `Feed`. Events are *sealed*
 (numbered 1, 2, 3 … and framed with their `id:` line) when a reader takes them or the event log is
 written, whichever comes first. Text deltas of one message appended since the last seal become one
-event then (runs/sse.py `merge_encoded`): a slow reader gets fewer, larger events, and every reader
+event then (runs/stream/sse.py `merge_encoded`): a slow reader gets fewer, larger events, and every reader
 and the event log see the same events with the same ids.
 
 Memory: a feed keeps its sealed events up to RUN_EVENTS_BUFFER_BYTES, and always those not yet
@@ -14,8 +14,8 @@ A reader that falls behind what the feed keeps is cut: it gets one last event,
 replays from the event log.
 
 The `Flusher` writes the new events of all the runs this process streams to the event log in one
-statement at most every RUN_EVENTS_FLUSH_INTERVAL seconds while there are any (runs/event_log.py),
-which also wakes readers in other processes (runs/follow.py). The same `Feed` class mirrors a run
+statement at most every RUN_EVENTS_FLUSH_INTERVAL seconds while there are any (runs/stream/event_log.py),
+which also wakes readers in other processes (runs/stream/follow.py). The same `Feed` class mirrors a run
 that streams in another process: rows read from the log are appended to it already sealed.
 """
 from __future__ import annotations
@@ -32,8 +32,8 @@ from django.db import connection
 
 from clientsdk import wire
 from core.db import db_call, log_db_failure
-from runs.event_log import log_connection, log_write
-from runs.sse import encode_event, merge_encoded
+from runs.stream.event_log import log_connection, log_write
+from runs.stream.sse import encode_event, merge_encoded
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ def lagged_frame(last_seq: int) -> bytes:
 
 
 def _is_final(event: BaseEvent | None) -> bool:
-    # No event: the fixed RUN_ERROR of runs/guard.py, sent when even the terminal event failed to encode.
+    # No event: the fixed RUN_ERROR of runs/stream/guard.py, sent when even the terminal event failed to encode.
     return event is None or isinstance(event, (RunFinishedEvent, RunErrorEvent))
 
 
