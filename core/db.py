@@ -1,4 +1,4 @@
-"""The run path's database calls: a small bounded set of worker threads (spec section 8).
+"""The run path's database calls: a small bounded set of worker threads (docs/protocol.md#design-for-scale).
 
 Under Django's ASGI handler, `sync_to_async` runs a request's database work on a thread of its
 own that keeps its connection until the response ends; a streaming run would then hold a

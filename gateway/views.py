@@ -1,4 +1,4 @@
-"""`POST /api/chat/completions`: the OpenAI-compatible gateway (spec chat-completions.md section 1).
+"""`POST /api/chat/completions`: the OpenAI-compatible gateway (docs/clients.md#chat-completions-gateway).
 
 The view authenticates (project API key as `x-api-key` or `Authorization: Bearer`, or a browser
 session with CSRF), counts the request against the key's rate limit, checks and translates the

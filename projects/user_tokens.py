@@ -1,4 +1,4 @@
-"""Identity by token (spec section 10): an app's own user tokens in, this server's access tokens out.
+"""Identity by token (docs/protocol.md#identity-by-token): an app's own user tokens in, this server's access tokens out.
 
 Two kinds of JWT meet here, both handled by PyJWT alone:
 

@@ -1,4 +1,4 @@
-"""The per-thread run lock: a lease on the thread row (spec section 5).
+"""The per-thread run lock: a lease on the thread row (docs/protocol.md#the-run-lock).
 
 `run_status` moves idle → waiting → streaming → idle. Taking and releasing are each one short
 transaction holding the thread's row lock (`SELECT … FOR UPDATE` on PostgreSQL; on SQLite the
@@ -54,7 +54,7 @@ def lock_take(*, thread_id: str, run_id: str, in_lock: Callable[[Thread], Any] |
     on `queryset` (default all threads; a caller narrows it to what the requester may see, and may
     annotate it to read more in the same statement), or by `read(thread_id)` when given (a statement
     written once that locks the row the same way: threads/statements.py). `check(thread)` runs first, on the locked row,
-    for the checks that come before the lock's own (spec section 3). `in_lock(thread)` runs after
+    for the checks that come before the lock's own (docs/protocol.md#starting-a-run). `in_lock(thread)` runs after
     the lock check, so the caller can write what must change atomically with the lock (the Run row,
     tool results, clearing pending ids); anything either raises rolls everything back. Raises
     Problem 404 THREAD_NOT_FOUND when no row matches, 409 CONCURRENT_RUN while a live run holds the

@@ -22,7 +22,7 @@ from projects.limits import budget_check
 from providers.base import ModelError, ModelRequest, Provider, StepEnd
 from providers.tool_names import ToolAliases
 from runs import context_budget, services
-from runs.control import RunCancelled, RunControl
+from runs.control import SHUTDOWN_REASON, RunCancelled, RunControl
 from runs.history import build_model_messages, component_result_text, result_text
 from runs.lock import LEASE_EXPIRED_CODE
 from runs.recovery import settle
@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 MAX_STEPS = 50
 UNAVAILABLE_CODE = "SERVICE_UNAVAILABLE"  # the database went away during the run (retryable)
+SHUTDOWN_CODE, SHUTDOWN_MESSAGE = "SERVER_SHUTTING_DOWN", "The server is shutting down; run it again."
 
 
 async def advance(started: StartedRun, control: RunControl, provider: Provider) -> AsyncIterator[BaseEvent]:
@@ -113,8 +114,11 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
                 yield RunFinishedEvent(thread_id=thread.id, run_id=run.id) if released else _lost_lock()
                 return
         raise ModelError("LLM_CLIENT_ERROR", "The model kept calling tools without answering.", retryable=False)
-    except RunCancelled:
-        async for event in _end_cancelled(started, control, step, persisted):
+    except RunCancelled as exc:
+        # A process shutting down fails its runs retryably: the client may run them again at once.
+        ending = (_end_failed(started, control, step, SHUTDOWN_CODE, SHUTDOWN_MESSAGE, "server_error", True)
+                  if exc.reason == SHUTDOWN_REASON else _end_cancelled(started, control, step, persisted))
+        async for event in ending:
             yield event
     except ModelError as exc:
         async for event in _end_failed(started, control, step, exc.code, exc.message, exc.category, exc.retryable):

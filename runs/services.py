@@ -56,7 +56,7 @@ class StartedRun:
 
 
 def _tool_results(body: wire.CreateRunBody) -> dict[str, wire.InToolResultBlock]:
-    # Duplicates by toolUseId collapse, the last one wins (spec section 3, check 4).
+    # Duplicates by toolUseId collapse, the last one wins (docs/protocol.md#starting-a-run, check 4).
     return {b.tool_use_id: b for b in body.message.content if isinstance(b, wire.InToolResultBlock)}
 
 
@@ -85,7 +85,7 @@ def _check_tool_results(thread: Thread, results: dict[str, Any]) -> None:
 
 def run_start(*, principal: Principal, body: wire.CreateRunBody, thread_id: str | None,
               tools: ProjectTools | None = None) -> StartedRun:
-    """Checks a run request (spec section 3, checks 2-5), takes the lock and stores the new message.
+    """Checks a run request (docs/protocol.md#starting-a-run, checks 2-5), takes the lock and stores the new message.
 
     One transaction: the thread is read once, locked (`SELECT … FOR UPDATE`, scoped to the
     requester) together with the project's tools; the Run row, the tool results (as tool
@@ -193,7 +193,7 @@ def _store_input(thread: Thread, run: Run, body: wire.CreateRunBody, results: di
         block = (result.wire() if result is not None else
                  {"type": "tool_result", "toolUseId": tool_use_id, "isError": True,
                   "content": [{"type": "text", "text": ABANDONED_TEXT}]})
-        # A continuation's context reaches the model too (spec section 4); with no user text to
+        # A continuation's context reaches the model too (docs/protocol.md#the-event-stream); with no user text to
         # carry it, it rides on the last tool result rather than on an empty user message.
         context = body.message.additional_context if (not other and index == len(pending) - 1) else None
         stored.append(thread_services.message_create(

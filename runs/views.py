@@ -155,7 +155,7 @@ async def _write(feed: Feed, producer: asyncio.Task, control: RunControl, readin
         finished = True
     finally:
         if not finished and not keep_going:
-            # The client went away while the run was producing: that is a cancel (spec section 4).
+            # The client went away while the run was producing: that is a cancel (docs/protocol.md#the-event-stream).
             control.cancel("disconnected")
             # Let the loop store the partial message and release the lock on its own.
             await asyncio.shield(producer)

@@ -8,9 +8,15 @@ from pathlib import Path
 import environ
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# Run from a checkout, the page's folders (templates/, static/) and var/ sit beside manage.py. Run from
+# an install (`pip install .`, the image), the page's folders are inside this package (setup.py puts
+# them there), and var/ and .env are the working directory's.
+INSTALLED = (Path(__file__).resolve().parent / "templates").is_dir()
+PAGE_DIR = Path(__file__).resolve().parent if INSTALLED else BASE_DIR
+WORK_DIR = Path.cwd() if INSTALLED else BASE_DIR
 
 env = environ.Env()
-environ.Env.read_env(BASE_DIR / ".env") if (BASE_DIR / ".env").exists() else None
+environ.Env.read_env(WORK_DIR / ".env") if (WORK_DIR / ".env").exists() else None
 
 DEBUG = env.bool("DEBUG", default=False)
 # Keys everyone can read in this repository. Served with one, anyone could sign sessions and CSRF tokens;
@@ -66,7 +72,7 @@ ASGI_APPLICATION = "tambo_project.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [PAGE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -78,7 +84,7 @@ TEMPLATES = [
     },
 ]
 
-SQLITE_PATH = env.str("SQLITE_PATH", default=str(BASE_DIR / "var" / "db.sqlite3"))
+SQLITE_PATH = env.str("SQLITE_PATH", default=str(WORK_DIR / "var" / "db.sqlite3"))
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{SQLITE_PATH}")}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
@@ -140,8 +146,20 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "/static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = env.str("STATIC_ROOT", default=str(BASE_DIR / "var" / "static"))
+STATICFILES_DIRS = [PAGE_DIR / "static"]
+STATIC_ROOT = env.str("STATIC_ROOT", default=str(WORK_DIR / "var" / "static"))
+# WhiteNoise serves /static/ (tambo_project/static_files.py). STATIC_COLLECTED (`tambo-server serve`
+# sets it once it has run collectstatic) serves STATIC_ROOT's copies: compressed, with a content hash in
+# their names, so browsers keep them for a year. Otherwise (bin/serve, the tests) the source folders
+# are served as they are, looked up on every request so that an edited file is served at once.
+STATIC_COLLECTED = env.bool("STATIC_COLLECTED", default=False)
+if STATIC_COLLECTED:
+    STORAGES = {"default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+                "staticfiles": {"BACKEND": "tambo_project.static_files.CollectedStaticStorage"}}
+WHITENOISE_USE_FINDERS = WHITENOISE_AUTOREFRESH = not STATIC_COLLECTED
+# Served over HTTPS (a proxy terminating TLS, docs/deployment.md): cookies only over HTTPS, and HSTS.
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=False)
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
 LOGIN_URL = "/login/"
 
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
@@ -196,7 +214,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = None
 RUN_LEASE_SECONDS = env.float("RUN_LEASE_SECONDS", default=30.0)
 # How often one process renews the leases and looks for cancels of all the runs it streams.
 RUN_WATCH_INTERVAL = env.float("RUN_WATCH_INTERVAL", default=0.5)
-# Resumable runs (spec section 12): a run's events can be replayed this long after it ended.
+# Resumable runs (docs/protocol.md#resumable-runs): a run's events can be replayed this long after it ended.
 RUN_REPLAY_SECONDS = env.float("RUN_REPLAY_SECONDS", default=300.0)
 # A process writes the new events of all the runs it streams to the event log in one statement at
 # most this often (readers on other processes wait that long at most for them).

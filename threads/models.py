@@ -29,7 +29,7 @@ class RunStatus(models.TextChoices):
     STREAMING = "streaming"
 
 
-# How a run whose process stopped renewing its lease is shown and recorded (spec section 14).
+# How a run whose process stopped renewing its lease is shown and recorded (docs/protocol.md#after-a-crash).
 LEASE_EXPIRED_CODE = "RUN_LEASE_EXPIRED"
 LEASE_EXPIRED_ERROR = {"code": LEASE_EXPIRED_CODE, "message": "The previous run stopped responding and was abandoned."}
 
@@ -120,7 +120,7 @@ class Message(models.Model):
 
 
 class Suggestion(models.Model):
-    """A suggested next user message for an assistant message (spec section 11).
+    """A suggested next user message for an assistant message (docs/protocol.md#thread-names-and-suggestions).
 
     A message's suggestions are replaced as a whole each time they are generated; `position` keeps
     the model's order.

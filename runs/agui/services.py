@@ -1,4 +1,4 @@
-"""Starting a run from an AG-UI request (`POST /v1/agui`, spec section 13).
+"""Starting a run from an AG-UI request (`POST /v1/agui`, docs/protocol.md#the-ag-ui-endpoint).
 
 The same lock (`lock_take`), checks (`_check_tool_results`), storage and `StartedRun` as a /v1 run, so
 the advance loop runs it unchanged; only how the thread is found and how the turn is read differ.

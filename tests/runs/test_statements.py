@@ -1,4 +1,4 @@
-"""How many SQL statements a run costs (spec section 8: a few database calls per run).
+"""How many SQL statements a run costs (docs/protocol.md#design-for-scale: a few database calls per run).
 
 The run is driven in-process through Django's AsyncClient, so every statement the run path sends
 through the database worker threads is counted (tests/support/statements.py), auth included.
