@@ -5,8 +5,11 @@
     bin/bench floor [--runs 100]
     bin/bench resume [--runs 100] [--delay 0.05]
     bin/bench props [--repeat 5]
+    bin/bench memory [--readers 50] [--deltas 100000] [--delay 0.01] [--env NAME=VALUE]
+    bin/bench media [--images 40]
 
-The named scenarios are in bench/capacity.py, bench/floor.py, bench/resume.py and bench/props.py.
+The named scenarios are in bench/capacity.py, bench/floor.py, bench/resume.py, bench/props.py,
+bench/memory.py and bench/media.py.
 
 Starts the real app under uvicorn (SQLite in a temporary directory, the offline model's
 `!stream N` rule: N deltas with no delay) and the bare ASGI app of bench/baseline_app.py that
@@ -85,6 +88,7 @@ def scenario(argv: list[str]) -> None:
     resume.add_argument("--runs", type=int, default=100)
     resume.add_argument("--delay", type=float, default=0.05)
     sub.add_parser("props").add_argument("--repeat", type=int, default=5)
+    sub.add_parser("media").add_argument("--images", type=int, default=40)
     args = parser.parse_args(argv)
     print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f} at the start")
     if args.name == "pipeline":
@@ -103,13 +107,23 @@ def scenario(argv: list[str]) -> None:
         from bench.props import props as props_bench
 
         props_bench(args.repeat)
+    elif args.name == "media":
+        from bench.media import media as media_bench
+
+        media_bench(args.images)
     else:
         capacity.per_run(args.runs)
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
 
 
 def main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] in ("pipeline", "concurrency", "per-run", "floor", "resume", "props"):
+    if len(sys.argv) > 1 and sys.argv[1] == "memory":
+        from bench.memory import main as memory_main
+
+        print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f} at the start")
+        memory_main(sys.argv[2:])
+        return
+    if len(sys.argv) > 1 and sys.argv[1] in ("pipeline", "concurrency", "per-run", "floor", "resume", "props", "media"):
         scenario(sys.argv[1:])
         return
     parser = argparse.ArgumentParser()

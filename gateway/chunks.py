@@ -1,6 +1,6 @@
 """Provider deltas → OpenAI `chat.completion.chunk` objects, or one `chat.completion`.
 
-The stream follows spec section 1 to the letter, so strict clients (the openai SDK's stream
+The stream follows docs/protocol.md#identity-and-auth to the letter, so strict clients (the openai SDK's stream
 helpers, TinyRobot's delta merge) rebuild the same message OpenAI would have given them: `role`
 once, in the first delta; a tool call's `id`, `type` and `name` once, in its first delta, then only
 argument fragments; `finish_reason` on the last choice chunk; `created` the same everywhere.

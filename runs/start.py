@@ -5,12 +5,15 @@ once (docs/performance.md, 50 starts at once).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from clientsdk import wire
 from core.input_guard import request_json
 from core.validation import parse_body
 from projects.auth import UNAUTHORIZED, Principal, principal_of_key, principal_resolve
 from projects.key_lookup import KeyLookup
 from runs import services
+from runs.attachments import body_has_resources
 from tools.selectors import ProjectTools
 from tools.statements import tool_columns, tools_of_values
 
@@ -33,10 +36,23 @@ def _caller(request) -> tuple[Principal, ProjectTools | None]:
     return principal, tools_of_values(found[1])
 
 
-def run_start_request(*, request, thread_id: str | None) -> services.StartedRun:
+@dataclass(frozen=True)
+class ContentToCheck:
+    """A parsed request whose images or files must be checked (runs/attachments.py, async: it may ask
+    an MCP server) before `services.run_start`; nothing was started."""
+
+    principal: Principal
+    body: wire.CreateRunBody
+    tools: ProjectTools | None
+
+
+def run_start_request(*, request, thread_id: str | None) -> services.StartedRun | ContentToCheck:
     """Authenticates the request, parses its body and starts the run (services.run_start), in that
-    order, so the answers are those of the separate steps: 401 before 400 before 404/409."""
+    order, so the answers are those of the separate steps: 401 before 400 before 404/409. A body
+    with resource parts is handed back unstarted (ContentToCheck) for the caller to check first."""
     principal, tools = _caller(request)
     model = wire.CreateThreadWithRunBody if thread_id is None else wire.CreateRunBody
     body = parse_body(model, request_json(request))
+    if body_has_resources(body):
+        return ContentToCheck(principal=principal, body=body, tools=tools)
     return services.run_start(principal=principal, body=body, thread_id=thread_id, tools=tools)

@@ -13,7 +13,8 @@ from ag_ui.core import (BaseEvent, CustomEvent, TextMessageEndEvent, TextMessage
 
 from clientsdk import wire
 from core.ids import new_id
-from providers.base import TextDelta, ToolCallDelta
+from providers.base import ReasoningDelta, TextDelta, ToolCallDelta
+from runs.reasoning import Reasoning
 from runs.stream.sse import text_content
 from runs.toolbox import Toolbox
 from tools.props_stream import PropsStream
@@ -64,6 +65,7 @@ class Step:
     finish_reason: str | None = None
     # Text accumulates as parts joined once when read: `+=` on a long answer would copy it per delta.
     _text_parts: list[str] = field(default_factory=list)
+    reasoning: Reasoning = field(default_factory=Reasoning)
 
     @property
     def text(self) -> str:
@@ -71,10 +73,14 @@ class Step:
             self._text_parts[:] = ["".join(self._text_parts)]
         return self._text_parts[0] if self._text_parts else ""
 
-    def on_delta(self, delta: TextDelta | ToolCallDelta) -> Iterator[BaseEvent]:
+    def on_delta(self, delta: TextDelta | ReasoningDelta | ToolCallDelta) -> Iterator[BaseEvent]:
+        if isinstance(delta, ReasoningDelta):
+            yield from self.reasoning.feed(delta.text, delta.block)
+            return
         if isinstance(delta, TextDelta):
             if not delta.text:
                 return
+            yield from self.reasoning.close()
             if not self.text_open:
                 self.text_open = True
                 yield TextMessageStartEvent(message_id=self.message_id, role="assistant")
@@ -84,6 +90,7 @@ class Step:
             return
         call = self.calls.get(delta.index)
         if call is None:
+            yield from self.reasoning.close()
             yield from self._close_text()
             name = delta.name or ""
             call = Call(id=delta.id or new_id("call"), name=name, kind=self.toolbox.kind(name))
@@ -115,6 +122,7 @@ class Step:
 
     def finish(self) -> Iterator[BaseEvent]:
         """Closes what is open once the model's step has ended."""
+        yield from self.reasoning.close()
         yield from self._close_text()
         for call in self.calls.values():
             if call.props is None:

@@ -9,9 +9,10 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from clientsdk import wire
-from core.problems import Problem
+from core.problems import BUSY_RETRY_AFTER, Problem
 from core.statements import Insert
 from projects.models import Project
+from threads.initial_messages import initial_messages_check
 from threads.models import Message, Thread
 
 _THREAD_INSERT = Insert(Thread)
@@ -30,6 +31,8 @@ def thread_create(
 ) -> Thread:
     """Creates a thread with its initial messages. `before_insert(thread)` may set more fields on
     the new row before its INSERT (the run path takes the run lock there: one statement, not two)."""
+    initial_messages = list(initial_messages)
+    initial_messages_check(project=project, messages=initial_messages, field="initialMessages")
     # No savepoint inside a caller's transaction (the run start's): a failure rolls that back anyway.
     with transaction.atomic(savepoint=False):
         thread = Thread(project=project, user_key=user_key, metadata=metadata, name=name, external_id=external_id)
@@ -63,7 +66,8 @@ def thread_delete(*, thread: Thread) -> None:
     with transaction.atomic():
         locked = thread_lock(thread_id=thread.pk)
         if locked.has_live_run:
-            raise Problem(409, "RUN_ACTIVE", "The thread has an active run.", currentRunId=locked.current_run_id)
+            raise Problem(409, "RUN_ACTIVE", "The thread has an active run.", currentRunId=locked.current_run_id,
+                          retryAfter=BUSY_RETRY_AFTER)
         locked.delete()
 
 
@@ -98,13 +102,16 @@ def message_create(
     is_cancelled: bool = False,
     message_id: str | None = None,
     external_id: str | None = None,
+    reasoning: list[str] | None = None,
+    reasoning_duration_ms: int | None = None,
 ) -> Message:
     kwargs = {"id": message_id} if message_id else {}
     # Written once, not compiled per message (core/statements.py): the run path stores several per run.
     return _MESSAGE_INSERT.save(Message(
         thread=thread, role=role, content=content, run_id=run_id, tool_call_id=tool_call_id,
         parent_message_id=parent_message_id, metadata=metadata, additional_context=additional_context,
-        is_cancelled=is_cancelled, external_id=external_id, **kwargs,
+        is_cancelled=is_cancelled, external_id=external_id, reasoning=reasoning,
+        reasoning_duration_ms=reasoning_duration_ms, **kwargs,
     ))
 
 
@@ -122,7 +129,8 @@ def component_state_set(*, thread: Thread, component_id: str, state: dict[str, A
     with transaction.atomic():
         locked = thread_lock(thread_id=thread.pk)
         if locked.has_live_run:
-            raise Problem(409, "RUN_ACTIVE", "The thread has an active run.", currentRunId=locked.current_run_id)
+            raise Problem(409, "RUN_ACTIVE", "The thread has an active run.", currentRunId=locked.current_run_id,
+                          retryAfter=BUSY_RETRY_AFTER)
         message = _message_with_component(locked, component_id)
         current = message.component_state.get(component_id, {})
         if patch is not None:

@@ -1,4 +1,4 @@
-"""The run event log (spec section 12): what a run's stream sent, for readers that join late or on
+"""The run event log (docs/protocol.md#resumable-runs): what a run's stream sent, for readers that join late or on
 another process. Synchronous; called through db_call (core/db.py).
 
 Written in batches, never per event: the new events of all the runs a process streams go in one

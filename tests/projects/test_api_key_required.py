@@ -1,4 +1,4 @@
-"""Every /v1 endpoint refuses callers without a valid, unrevoked project key (spec section 1)."""
+"""Every /v1 endpoint refuses callers without a valid, unrevoked project key (docs/protocol.md#identity-and-auth)."""
 import pytest
 import requests
 
