@@ -6,7 +6,7 @@ import time
 import pytest
 
 from runs.models import Run
-from runs.services import ABANDONED_TEXT
+from runs.turns import ABANDONED_TEXT
 from tests.runs.conftest import (
     CLOCK_TOOL,
     WEATHER_TOOL,
