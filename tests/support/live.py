@@ -50,9 +50,16 @@ class LiveServer:
              "--port", str(self.port), "--no-access-log", "--timeout-graceful-shutdown", "2"],
             cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
         )
-        self._wait()
+        try:
+            self._wait()
+        except BaseException:
+            # A server that started too late would otherwise live on, unowned, after the test failed.
+            self.stop()
+            raise
 
-    def _wait(self, timeout: float = 30.0) -> None:
+    # A bound, not a measurement: on a loaded machine (shared CI runners) a server can take a while to
+    # import everything; a server that never answers still fails the test.
+    def _wait(self, timeout: float = 90.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
