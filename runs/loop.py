@@ -146,8 +146,8 @@ async def _resolve_calls(started: StartedRun, persisted: Step, toolbox: Toolbox,
 
 async def _toolbox(started: StartedRun) -> Toolbox:
     body = started.body
-    toolbox = toolbox_build(project=started.thread.project, client_tools=body.tools or [],
-                            components=body.available_components or [], enabled=started.tools.enabled)
+    toolbox = toolbox_build(client_tools=body.tools or [], components=body.available_components or [],
+                            enabled=started.tools.enabled)
     toolbox.mcp_tools = await mcp_tools_load(started.tools.mcp_configs)
     return toolbox
 
