@@ -1,4 +1,4 @@
-"""What survives a crash (spec section 14): partial-text checkpoints and the record of expired leases.
+"""What survives a crash (docs/protocol.md#after-a-crash): partial-text checkpoints and the record of expired leases.
 
 Both are written by each process's watcher (runs/control.py), batched per tick:
 
@@ -13,7 +13,7 @@ Both are written by each process's watcher (runs/control.py), batched per tick:
 - Both ways of recording a dead run (the sweep, and `runs/lock.py` taking an expired lease over) end
   its logged events with a RUN_ERROR RUN_LEASE_EXPIRED (`log_dead_runs`, or the same rows in the
   sweep's statement on PostgreSQL), so readers following it from other processes and later replays
-  end the way the run did (spec section 12) instead of stopping without a terminal event.
+  end the way the run did (docs/protocol.md#resumable-runs) instead of stopping without a terminal event.
 
 A checkpoint's message id is the id the client saw in TEXT_MESSAGE_START, the one the run itself
 stores when the step ends; whoever stores a checkpoint skips it when a message with that id exists,

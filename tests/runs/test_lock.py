@@ -99,7 +99,7 @@ def test_a_live_lease_refuses_the_next_taker(thread):
 
     assert refused.value.status == 409
     assert refused.value.code == "CONCURRENT_RUN"
-    assert refused.value.extra == {"currentRunId": "run_a"}
+    assert refused.value.extra == {"currentRunId": "run_a", "retryAfter": 1}
     assert not Run.objects.filter(id="run_b").exists()
 
 
@@ -115,7 +115,7 @@ def test_an_expired_lease_lets_the_next_taker_in_and_fails_the_dead_run(thread):
     assert dead.status == Run.Status.FAILED
     assert dead.error_code == LEASE_EXPIRED_CODE
     assert dead.finished_at is not None
-    # Its readers (spec section 12) end with the run's error.
+    # Its readers (docs/protocol.md#resumable-runs) end with the run's error.
     (logged,) = RunEvent.objects.filter(run_id="run_dead").values_list("seq", "final", "data")
     assert logged[:2] == (1, True) and '"code":"RUN_LEASE_EXPIRED"' in logged[2]
     thread.refresh_from_db()
