@@ -53,11 +53,17 @@ class RunCancelled(Exception):
 
 
 class RunControl:
+    """One streaming run's state in this process, which moves one way:
+
+    holding the lock → (cancelling, once `cancel` gave a reason) → settled, once the run let the lock
+    go (`settle`: completed, paused, cancelled or failed). A settled run cannot be cancelled, and the
+    watcher no longer renews its lease or checkpoints its text.
+    """
+
     def __init__(self, run_id: str):
         self.run_id = run_id
         self.cancel_reason: str | None = None
-        # Set once the run no longer holds the lock (paused or finished): cancelling is then a no-op.
-        self.settled = False
+        self.outcome: str | None = None  # how the run let the lock go; None while it holds it
         self._task: asyncio.Task | None = None
         self._queue: asyncio.Queue | None = None
         # The model step in progress (runs/step.py), set by the loop; the watcher checkpoints its text.
@@ -77,6 +83,16 @@ class RunControl:
 
     def checkpoint_written(self, message_id: str, text: str, now: float) -> None:
         self.checkpointed, self.checkpointed_at = (message_id, len(text)), now
+
+    @property
+    def settled(self) -> bool:
+        return self.outcome is not None
+
+    def settle(self, outcome: str) -> None:
+        """The run no longer holds the lock. The first outcome stays: the loop's last resort after a
+        failure past the release (runs/loop.py `advance`) may settle a run a second time."""
+        if self.outcome is None:
+            self.outcome = outcome
 
     @property
     def cancelled(self) -> bool:

@@ -65,7 +65,7 @@ async def advance(started: StartedRun, control: RunControl, provider: Provider) 
             await inner.aclose()
         except Exception:  # noqa: BLE001 - the run is being ended anyway
             log.warning("Run %s: closing the loop failed", started.run.id, exc_info=True)
-        control.settled = True
+        control.settle("failed")
         await settle.run_end(thread=started.thread, run=started.run, step=control.step, code=code, message=message,
                              cancelled=was_cancelled)
         yield RunErrorEvent(message=message, code=code, category="server_error", isRetryable=True)
@@ -110,7 +110,7 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
                 return
             if not persisted.calls:
                 released = await db_call(services.run_complete, thread=thread, run=run)
-                control.settled = True
+                control.settle("completed")
                 yield RunFinishedEvent(thread_id=thread.id, run_id=run.id) if released else _lost_lock()
                 return
         raise ModelError("LLM_CLIENT_ERROR", "The model kept calling tools without answering.", retryable=False)
@@ -167,8 +167,8 @@ def _count_call(started: StartedRun, call: Call, block: dict | None) -> None:
 
 async def _toolbox(started: StartedRun) -> Toolbox:
     body = started.body
-    toolbox = toolbox_build(project=started.thread.project, client_tools=body.tools or [],
-                            components=body.available_components or [], enabled=started.tools.enabled)
+    toolbox = toolbox_build(client_tools=body.tools or [], components=body.available_components or [],
+                            enabled=started.tools.enabled)
     toolbox.mcp_tools = await mcp_tools_load(started.tools.mcp_configs)
     return toolbox
 
@@ -247,7 +247,7 @@ async def _pause(started: StartedRun, control: RunControl, pending: list[Call]) 
     ids = [call.id for call in pending]
     # The lock is released before the client hears it may answer, so its continuation cannot race us.
     released = await db_call(services.run_pause, thread=thread, run=run, pending_ids=ids)
-    control.settled = True
+    control.settle("paused")
     if not released:
         # Another run took the lock over (this one stopped renewing it): nothing was recorded as
         # pending, so the client must not answer these calls.
@@ -284,7 +284,7 @@ async def _end_cancelled(started: StartedRun, control: RunControl, step: Step | 
                          persisted: Step | None) -> AsyncIterator[BaseEvent]:
     await _save_partial(started, step, cancelled=True, persisted=persisted)
     await db_call(services.run_cancel, thread=started.thread, run=started.run)
-    control.settled = True
+    control.settle("cancelled")
     yield RunErrorEvent(message="The run was cancelled.", code="CANCELLED", category="client_error",
                         isRetryable=False)
 
@@ -296,5 +296,5 @@ async def _end_failed(started: StartedRun, control: RunControl, step: Step | Non
     except Exception:  # noqa: BLE001 - the lock must be released even if storing the partial fails
         log.exception("Could not store the partial message of run %s", started.run.id)
     await db_call(services.run_fail, thread=started.thread, run=started.run, code=code, message=message)
-    control.settled = True
+    control.settle("failed")
     yield RunErrorEvent(message=message, code=code, category=category, isRetryable=retryable)

@@ -21,6 +21,7 @@ from runs.context_budget import check_new_message, history_for, run_budget
 from runs.lock import lock_release, lock_request_cancel, lock_take, lock_take_created
 from runs.models import Run
 from runs.tool_counts import TurnToolCounts, turn_limit
+from runs.turns import NewMessage, Turn, turn_results_check, turn_store
 from telemetry.runs import RunEnd, run_meter_start
 from threads import selectors
 from threads import services as thread_services
@@ -31,7 +32,6 @@ from tools.statements import tool_columns
 
 _RUN_INSERT = Insert(Run)
 _THREAD_AND_TOOLS = ScopedThreadLock(tool_columns, ("tools_enabled", "tools_mcp"))
-ABANDONED_TEXT = "The user sent a new message instead of answering this tool call."
 
 
 @dataclass
@@ -72,19 +72,6 @@ def _check_previous_run(thread: Thread, body: wire.CreateRunBody) -> None:
         raise Problem(400, "INVALID_PREVIOUS_RUN", "The thread has no completed run to continue.")
 
 
-def _check_tool_results(thread: Thread, results: dict[str, Any]) -> None:
-    if not results:
-        return
-    pending = set(thread.pending_tool_call_ids or [])
-    if not pending:
-        raise Problem(400, "INVALID_TOOL_RESULT", "The thread has no pending tool calls.",
-                      extraToolCallIds=sorted(results))
-    missing, extra = sorted(pending - set(results)), sorted(set(results) - pending)
-    if missing or extra:
-        raise Problem(400, "INVALID_TOOL_RESULT", "Tool results must answer exactly the pending tool calls.",
-                      missingToolCallIds=missing, extraToolCallIds=extra)
-
-
 def run_start(*, principal: Principal, body: wire.CreateRunBody, thread_id: str | None,
               tools: ProjectTools | None = None) -> StartedRun:
     """Checks a run request (docs/protocol.md#starting-a-run, checks 2-5), takes the lock and stores the new message.
@@ -106,7 +93,7 @@ def run_start(*, principal: Principal, body: wire.CreateRunBody, thread_id: str 
                       budget=context_budget)
     # Limits before the lock (429 RATE_LIMITED / BUDGET_EXCEEDED), in one statement of their own.
     budget = limits.call_admit(project=principal.project, user_key=_run_user(principal, body, thread_id))
-    run = Run(previous_run_id=body.previous_run_id, model=body.model, request_params=_request_params(body),
+    run = Run(previous_run_id=body.previous_run_id, model=body.model, request_params=run_request_params(body),
               status=Run.Status.STREAMING, started_at=timezone.now())
     with transaction.atomic():
         if thread_id is None:
@@ -127,10 +114,10 @@ def _start_new_thread(principal: Principal, body: wire.CreateRunBody, run: Run) 
     Caller holds the transaction."""
     thread = _new_thread(principal, body, run)
     _check_previous_run(thread, body)
-    _check_tool_results(thread, _tool_results(body))
+    turn_results_check(thread, _tool_results(body))
     run.thread = thread
     _RUN_INSERT.save(run)
-    stored = _store_input(thread, run, body, {})
+    stored = turn_store(thread=thread, run=run, turn=_turn(body, {}))
     spec = getattr(body, "thread", None)
     # Without initial messages the history is exactly what was just stored: no need to read it back.
     history = selectors.message_list_all(thread=thread) if spec is not None and spec.initial_messages else stored
@@ -145,12 +132,12 @@ def _start_on_thread(principal: Principal, body: wire.CreateRunBody, run: Run, t
     def check(locked: Thread) -> None:
         # Before the lock's own check, so a bad request is told so even while a run streams.
         _check_previous_run(locked, body)
-        _check_tool_results(locked, results)
+        turn_results_check(locked, results)
 
     def in_lock(locked: Thread) -> None:
         run.thread = locked
         _RUN_INSERT.save(run)
-        _store_input(locked, run, body, results)
+        turn_store(thread=locked, run=run, turn=_turn(body, results))
         locked.pending_tool_call_ids = []
 
     def read(locked_id: str) -> Thread:
@@ -176,7 +163,8 @@ def _new_thread(principal: Principal, body: wire.CreateRunBody, run: Run) -> Thr
         before_insert=lambda thread: lock_take_created(thread=thread, run_id=run.id, status=RunStatus.STREAMING))
 
 
-def _request_params(body: wire.CreateRunBody) -> dict[str, Any]:
+def run_request_params(body: wire.CreateRunBody) -> dict[str, Any]:
+    """What the Run row records of the request (the AG-UI endpoint records the same)."""
     params = body.model_dump(by_alias=True, exclude_none=True, mode="json",
                              include={"tool_choice", "max_tokens", "temperature", "run_metadata"})
     params["toolNames"] = [t.name for t in body.tools or []]
@@ -184,43 +172,14 @@ def _request_params(body: wire.CreateRunBody) -> dict[str, Any]:
     return params
 
 
-def _store_input(thread: Thread, run: Run, body: wire.CreateRunBody, results: dict[str, Any]) -> list[Message]:
-    """Writes the request's message; returns the messages stored. Caller holds the thread's run
-    lock transaction."""
-    stored: list[Message] = []
+def _turn(body: wire.CreateRunBody, results: dict[str, wire.InToolResultBlock]) -> Turn:
+    """The request's message as the turn it adds (runs/turns.py): its tool results, and the rest of
+    its content as one user message (none when it only answers tool calls)."""
     other = [b.wire() for b in body.message.content if not isinstance(b, wire.InToolResultBlock)]
-    pending = thread.pending_tool_call_ids or []
-    for index, tool_use_id in enumerate(pending):
-        result = results.get(tool_use_id)
-        block = (result.wire() if result is not None else
-                 {"type": "tool_result", "toolUseId": tool_use_id, "isError": True,
-                  "content": [{"type": "text", "text": ABANDONED_TEXT}]})
-        # A continuation's context reaches the model too (docs/protocol.md#the-event-stream); with no user text to
-        # carry it, it rides on the last tool result rather than on an empty user message.
-        context = body.message.additional_context if (not other and index == len(pending) - 1) else None
-        stored.append(thread_services.message_create(
-            thread=thread, role=Message.Role.TOOL, content=[block], run_id=run.id, tool_call_id=tool_use_id,
-            additional_context=context))
-    if (other or not results) and not _is_retry_of_failed_turn(thread, other):
-        stored.append(thread_services.message_create(
-            thread=thread, role=Message.Role.USER, content=other, run_id=run.id, metadata=body.message.metadata,
-            additional_context=body.message.additional_context))
-    if body.previous_run_id and pending:
-        # The paused run this one answers is done now (only a paused run leaves calls pending).
-        Run.objects.filter(id=body.previous_run_id, status=Run.Status.AWAITING_INPUT).update(
-            status=Run.Status.COMPLETED)
-    return stored
-
-
-def _is_retry_of_failed_turn(thread: Thread, content: list[dict]) -> bool:
-    """True when `content` repeats the user message of the thread's last run, which failed before it
-    stored anything after that message: the run then answers the message already stored (a Retry),
-    instead of storing it a second time. Caller holds the thread's run lock transaction."""
-    if not content or not thread.last_run_error or not thread.last_completed_run_id:
-        return False
-    last = thread.messages.order_by("-created_at", "-id").first()
-    return (last is not None and last.role == Message.Role.USER and last.run_id == thread.last_completed_run_id
-            and last.content == content)
+    messages = [NewMessage(Message.Role.USER, other, metadata=body.message.metadata)] if other or not results else []
+    return Turn(messages=messages, results={call_id: NewMessage(Message.Role.TOOL, [block.wire()])
+                                            for call_id, block in results.items()},
+                context=body.message.additional_context, retry_repeats_failed_turn=True)
 
 
 def step_persist(*, thread: Thread, run: Run, message_id: str, content: list[dict], cancelled: bool,

@@ -10,17 +10,16 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from pydantic import ValidationError
 
 from clientsdk import wire
 from providers.base import ModelTool
 from runs.history import component_tool_name
-from tools.models import ProjectTool
 from tools.registry import ServerTool, get_tool
 
 log = logging.getLogger(__name__)
@@ -100,7 +99,13 @@ class Toolbox:
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors())
             return error_result(f"Invalid arguments for {tool.name}: {problems}")
-        call = tool.fn(args) if tool.is_async else sync_to_async(tool.fn, thread_sensitive=False)(args)
+        if tool.is_async:
+            call = tool.fn(args)
+        else:
+            # A thread cannot be stopped: a sync tool that times out keeps its thread until it returns.
+            # Its own bounded executor keeps such tools from taking the loop's default threads (which
+            # DNS lookups and other libraries share); once all are stuck, more calls queue and time out.
+            call = asyncio.get_running_loop().run_in_executor(tool_executor(), tool.fn, args)
         try:
             value = await asyncio.wait_for(call, timeout=self.timeout)
         except asyncio.TimeoutError:
@@ -128,22 +133,29 @@ def _object_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return {"type": "object", "properties": {}, "additionalProperties": True}
 
 
-def toolbox_build(*, project, client_tools: list[wire.ClientTool], components: list[wire.AvailableComponent],
-                  mcp_tools: dict[str, tuple[Any, str, ModelTool]] | None = None,
-                  enabled: list[str] | None = None) -> Toolbox:
-    """Synchronous part; MCP listing is async, see `mcp_tools_load`. Reads the project's enabled
-    built-in tools from the database unless `enabled` (their names, already read) is given."""
-    if enabled is None:
-        enabled = ProjectTool.objects.filter(project=project, enabled=True).values_list("name", flat=True)
+def toolbox_build(*, client_tools: list[wire.ClientTool], components: list[wire.AvailableComponent],
+                  enabled: list[str]) -> Toolbox:
+    """The run's tools but MCP's, whose listing is async (`mcp_tools_load`); `enabled` names the
+    project's built-in tools, read with the run's lock (tools/selectors.py). No I/O."""
     server_tools = {name: tool for name in enabled if (tool := get_tool(name)) is not None}
     return Toolbox(
         client_tools={t.name: t for t in client_tools},
         components={component_tool_name(c.name): c for c in components},
         server_tools=server_tools,
-        mcp_tools=mcp_tools or {},
         timeout=settings.SERVER_TOOL_TIMEOUT,
         mcp_timeout=settings.MCP_TIMEOUT,
     )
+
+
+_tool_executor: ThreadPoolExecutor | None = None
+
+
+def tool_executor() -> ThreadPoolExecutor:
+    """The process's threads for synchronous server tools (SERVER_TOOL_THREADS, created on first use)."""
+    global _tool_executor
+    if _tool_executor is None:
+        _tool_executor = ThreadPoolExecutor(max_workers=settings.SERVER_TOOL_THREADS, thread_name_prefix="tambo-tool")
+    return _tool_executor
 
 
 _cache = None

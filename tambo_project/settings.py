@@ -222,11 +222,18 @@ RUN_EVENTS_FLUSH_INTERVAL = env.float("RUN_EVENTS_FLUSH_INTERVAL", default=0.01)
 # The bytes of events a run keeps in memory for its readers (beyond those not yet in the event log);
 # a reader that falls further behind is cut with a `tambo.stream.lagged` event it can resume from.
 RUN_EVENTS_BUFFER_BYTES = env.int("RUN_EVENTS_BUFFER_BYTES", default=1_000_000)
+# The bytes of a run's events kept while the event log takes none (the database is away); past it
+# the oldest are given up, counted and logged (runs/stream/feeds.py), so an outage cannot exhaust memory.
+RUN_EVENTS_UNLOGGED_BYTES = env.int("RUN_EVENTS_UNLOGGED_BYTES", default=4_000_000)
 MAX_TOOL_CALLS_PER_TURN = env.int("MAX_TOOL_CALLS_PER_TURN", default=100)
 MAX_IDENTICAL_TOOL_CALLS = env.int("MAX_IDENTICAL_TOOL_CALLS", default=3)
 # POST /v1/agui: the most messages one RunAgentInput may carry (the whole history is sent each time).
 AGUI_MAX_MESSAGES = env.int("AGUI_MAX_MESSAGES", default=500)
 SERVER_TOOL_TIMEOUT = env.float("SERVER_TOOL_TIMEOUT", default=30.0)
+# Threads for synchronous server tools; one that times out holds its thread until it returns.
+SERVER_TOOL_THREADS = env.int("SERVER_TOOL_THREADS", default=8)
+if SERVER_TOOL_THREADS < 1:
+    raise environ.ImproperlyConfigured("SERVER_TOOL_THREADS must be at least 1")
 MCP_TIMEOUT = env.float("MCP_TIMEOUT", default=30.0)
 MCP_TOOLS_CACHE_SECONDS = env.float("MCP_TOOLS_CACHE_SECONDS", default=30.0)
 # An MCP server's session (a stdio server's process) is kept this long after its last call.

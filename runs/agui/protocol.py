@@ -7,7 +7,6 @@ and nothing Tambo-specific, so a generic client's own verification accepts the s
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, AsyncIterator
 
 from ag_ui.core import (AssistantMessage, BaseEvent, CustomEvent, DeveloperMessage, RunAgentInput,
@@ -18,30 +17,9 @@ from pydantic import ValidationError
 from clientsdk import wire
 from core.problems import Problem, validation_error
 from runs.reasoning import THINKING_EVENTS
+from runs.turns import NewMessage, Turn
 
 MAX_ID_LENGTH = 200
-
-
-@dataclass
-class NewMessage:
-    """A message of the request that the thread does not store yet, in the thread's own form."""
-
-    role: str  # threads.models.Message.Role value
-    content: list[dict[str, Any]]
-    external_id: str
-    metadata: dict[str, Any] | None = None
-
-
-@dataclass
-class Turn:
-    """What one request adds to its thread: new messages in order, and tool results by call id."""
-
-    messages: list[NewMessage] = field(default_factory=list)
-    results: dict[str, NewMessage] = field(default_factory=dict)
-
-    @property
-    def empty(self) -> bool:
-        return not self.results and not any(m.role == "user" for m in self.messages)
 
 
 def check_input(run_input: RunAgentInput, *, max_messages: int) -> None:

@@ -1,7 +1,8 @@
 """Starting a run from an AG-UI request (`POST /v1/agui`, docs/protocol.md#the-ag-ui-endpoint).
 
-The same lock (`lock_take`), checks (`_check_tool_results`), storage and `StartedRun` as a /v1 run, so
-the advance loop runs it unchanged; only how the thread is found and how the turn is read differ.
+The same lock (`lock_take`), check of the tool results and storage of the turn (runs/turns.py) and
+`StartedRun` as a /v1 run, so the advance loop runs it unchanged; only how the thread is found and
+how the turn is read differ.
 """
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ from projects.models_config import model_chain_for
 from runs.agui import protocol as agui
 from runs.lock import lock_take
 from runs.models import Run
-from runs.services import ABANDONED_TEXT, StartedRun, _check_tool_results, _request_params
+from runs.services import StartedRun, run_request_params
+from runs.turns import Turn, turn_results_check, turn_store
 from threads import selectors
 from threads import services as thread_services
 from threads.models import Message, RunStatus, Thread
@@ -49,14 +51,15 @@ def agui_run_start(*, principal: Principal, run_input: RunAgentInput) -> Started
         # Checked before the lock too, so a bad request is told so even while a run streams.
         turn = _plan(thread, run_input)
         body = _run_body(run_input, turn, tools)
-        run = Run(thread=thread, request_params={**_request_params(body), "aguiRunId": run_input.run_id},
+        run = Run(thread=thread, request_params={**run_request_params(body), "aguiRunId": run_input.run_id},
                   status=Run.Status.STREAMING, started_at=timezone.now())
 
         def in_lock(locked: Thread) -> None:
             locked_turn = _plan(locked, run_input)
             run.previous_run_id = locked.last_completed_run_id
             run.save(force_insert=True)
-            _store_turn(locked, run, locked_turn, agui.model_context(run_input, _state(locked, run_input)))
+            locked_turn.context = agui.model_context(run_input, _state(locked, run_input))
+            turn_store(thread=locked, run=run, turn=locked_turn)
             locked.pending_tool_call_ids = []
             if run_input.state is not None:
                 locked.agui_state = run_input.state
@@ -102,7 +105,7 @@ def _thread_for(project: Project, user_key: str, client_thread_id: str) -> Threa
         return Thread.objects.get(project=project, user_key=user_key, external_id=client_thread_id)
 
 
-def _plan(thread: Thread, run_input: RunAgentInput) -> agui.Turn:
+def _plan(thread: Thread, run_input: RunAgentInput) -> Turn:
     known: set[str] = set()
     answered: set[str] = set()
     for message_id, external_id, role, tool_call_id in thread.messages.values_list(
@@ -116,7 +119,7 @@ def _plan(thread: Thread, run_input: RunAgentInput) -> agui.Turn:
     if turn.empty:
         raise validation_error("The request has no new user message and no tool result to answer.",
                                field="messages")
-    _check_tool_results(thread, turn.results)
+    turn_results_check(thread, turn.results)
     return turn
 
 
@@ -124,7 +127,7 @@ def _state(thread: Thread, run_input: RunAgentInput) -> Any:
     return run_input.state if run_input.state is not None else thread.agui_state
 
 
-def _run_body(run_input: RunAgentInput, turn: agui.Turn, tools: list[wire.ClientTool]) -> wire.CreateRunBody:
+def _run_body(run_input: RunAgentInput, turn: Turn, tools: list[wire.ClientTool]) -> wire.CreateRunBody:
     """The turn as a /v1 run body: what the advance loop reads (the client tools; no components)."""
     blocks = [b for m in turn.messages if m.role == "user" for b in m.content]
     blocks += [m.content[0] for m in turn.results.values()]
@@ -134,36 +137,3 @@ def _run_body(run_input: RunAgentInput, turn: agui.Turn, tools: list[wire.Client
         })
     except ValidationError as exc:  # what /v1 would refuse in its own body, e.g. an over-long id
         raise validation_error(f"messages: {exc.errors(include_url=False)[0]['msg']}", field="messages") from None
-
-
-def _store_turn(thread: Thread, run: Run, turn: agui.Turn, context: Any) -> None:
-    """Writes the turn. Caller holds the thread's run lock transaction.
-
-    As on /v1: a result for each pending call first (the client's, or an error result for a call
-    the user moved on from), then the new messages in the client's order; the context rides on the
-    last user message, or on the last tool result when there is none.
-    """
-    pending = thread.pending_tool_call_ids or []
-    stored: list[Message] = []
-    for tool_call_id in pending:
-        result = turn.results.get(tool_call_id)
-        content = result.content if result is not None else [
-            {"type": "tool_result", "toolUseId": tool_call_id, "isError": True,
-             "content": [{"type": "text", "text": ABANDONED_TEXT}]}]
-        stored.append(thread_services.message_create(
-            thread=thread, role=Message.Role.TOOL, content=content, run_id=run.id, tool_call_id=tool_call_id,
-            external_id=result.external_id if result is not None else None,
-            metadata=result.metadata if result is not None else None))
-    for new in turn.messages:
-        stored.append(thread_services.message_create(thread=thread, role=new.role, content=new.content,
-                                                     run_id=run.id, metadata=new.metadata,
-                                                     external_id=new.external_id))
-    carrier = next((m for role in (Message.Role.USER, Message.Role.TOOL) for m in reversed(stored)
-                    if m.role == role), None)
-    if context is not None and carrier is not None:
-        carrier.additional_context = context
-        carrier.save(update_fields=["additional_context"])
-    if thread.last_completed_run_id:
-        # The paused run this one answers is done now.
-        Run.objects.filter(id=thread.last_completed_run_id, status=Run.Status.AWAITING_INPUT).update(
-            status=Run.Status.COMPLETED)

@@ -17,11 +17,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import connections, transaction
+from django.db import transaction
 
 from core import db_health
+from core.db import db_call
 from runs import services
 from threads import services as thread_services
 from threads.models import Message
@@ -48,7 +48,7 @@ async def run_end(*, thread, run, step, code: str, message: str, cancelled: bool
         _schedule(end, wait_first=True)  # a try now would only wait for the pool's timeout
         return
     try:
-        await sync_to_async(_record_end, thread_sensitive=False)(end)
+        await db_call(_record_end, end)
         return
     except Exception:  # noqa: BLE001 - retried in the background
         log.warning("Run %s: could not record its end yet; retrying in the background", run.id)
@@ -91,7 +91,7 @@ async def _retry(end: _End, wait_first: bool) -> None:
                 return
             continue
         try:
-            await sync_to_async(_record_end, thread_sensitive=False)(end)
+            await db_call(_record_end, end)
             log.info("Run %s: its end was recorded after a database failure", end.run.id)
             return
         except Exception:  # noqa: BLE001 - retried until the lease would have run out
@@ -103,15 +103,12 @@ async def _retry(end: _End, wait_first: bool) -> None:
 def _record_end(end: _End) -> None:
     """Stores the step (if it is not stored) and releases the lock as failed, in one transaction.
 
-    Runs on a worker thread and closes its connection whatever happens: a connection the outage
-    broke would fail every retry, and no request ever ends on this thread to close it.
+    Runs on a database worker (core/db.py `db_call`), which gives the connection back after each try
+    and closes one the outage broke, so the next try gets a fresh one.
     """
-    try:
-        with transaction.atomic():
-            if end.message_id and end.content and not Message.objects.filter(id=end.message_id).exists():
-                thread_services.message_create(thread=end.thread, role=Message.Role.ASSISTANT, content=end.content,
-                                               run_id=end.run.id, message_id=end.message_id,
-                                               is_cancelled=end.cancelled)
-            services.run_fail(thread=end.thread, run=end.run, code=end.code, message=end.message)
-    finally:
-        connections.close_all()
+    with transaction.atomic():
+        if end.message_id and end.content and not Message.objects.filter(id=end.message_id).exists():
+            thread_services.message_create(thread=end.thread, role=Message.Role.ASSISTANT, content=end.content,
+                                           run_id=end.run.id, message_id=end.message_id,
+                                           is_cancelled=end.cancelled)
+        services.run_fail(thread=end.thread, run=end.run, code=end.code, message=end.message)

@@ -6,8 +6,11 @@ written, whichever comes first. Text deltas of one message appended since the la
 event then (runs/stream/sse.py `merge_encoded`): a slow reader gets fewer, larger events, and every reader
 and the event log see the same events with the same ids.
 
-Memory: a feed keeps its sealed events up to RUN_EVENTS_BUFFER_BYTES, and always those not yet
-written to the event log. Readers take from the feed TAKE_BYTES at a time and hold no other copy.
+Memory: a feed keeps its sealed events up to RUN_EVENTS_BUFFER_BYTES, and those not yet written to
+the event log up to RUN_EVENTS_UNLOGGED_BYTES: while the database is away, the oldest unwritten
+events past that are given up (never the newest, so the run's last event still reaches the log),
+counted in `Feed.lost` and logged once per run, so an outage costs the log a gap, not the process
+its memory. Readers take from the feed TAKE_BYTES at a time and hold no other copy.
 A reader that falls behind what the feed keeps is cut: it gets one last event,
 `CUSTOM tambo.stream.lagged` with `value: {lastEventId}` (the id of the last event it got) and *no*
 `id:` line, and its stream ends; it can rejoin from that id through the events route, which
@@ -74,7 +77,10 @@ class Feed:
         self.final_seq: int | None = None
         self.ended = False  # no event will follow last_seq
         self.unlogged: list[tuple[int, str, bool]] = []  # (seq, data, final) not yet in the event log
+        self._unlogged_bytes = 0
         self.logged_seq = after
+        self.lost = 0  # events given up before the event log could take them (see the module docstring)
+        self._lost_seq = after  # the last of them: memory may drop it like a written one
         self._wake = asyncio.Event()
 
     # --- writing ---------------------------------------------------------------------------------
@@ -123,14 +129,33 @@ class Feed:
             self.final_seq = self.last_seq
             self.ended = True
         if self.logged and not logged:
-            self.unlogged.append((self.last_seq, payload.decode(), final))
+            data = payload.decode()
+            self.unlogged.append((self.last_seq, data, final))
+            self._unlogged_bytes += len(data)
+            self._bound_unlogged()
         elif logged:
             self.logged_seq = self.last_seq
+
+    def _bound_unlogged(self) -> None:
+        limit = settings.RUN_EVENTS_UNLOGGED_BYTES
+        drop = 0
+        while self._unlogged_bytes > limit and drop < len(self.unlogged) - 1:
+            self._unlogged_bytes -= len(self.unlogged[drop][1])
+            drop += 1
+        if not drop:
+            return
+        if not self.lost:
+            log.warning("Run %s: the event log is not taking events; the oldest unwritten ones are given up "
+                        "past RUN_EVENTS_UNLOGGED_BYTES (%d bytes)", self.run_id, limit)
+        self._lost_seq = self.unlogged[drop - 1][0]
+        self.lost += drop
+        del self.unlogged[:drop]
 
     def mark_logged(self, upto: int) -> None:
         """The events up to `upto` are in the event log: they may be dropped from memory now."""
         done = 0
         while done < len(self.unlogged) and self.unlogged[done][0] <= upto:
+            self._unlogged_bytes -= len(self.unlogged[done][1])
             done += 1
         del self.unlogged[:done]
         self.logged_seq = max(self.logged_seq, upto)
@@ -138,7 +163,7 @@ class Feed:
 
     def _trim(self) -> None:
         limit = settings.RUN_EVENTS_BUFFER_BYTES
-        droppable = self.logged_seq if self.logged else self.last_seq
+        droppable = max(self.logged_seq, self._lost_seq) if self.logged else self.last_seq
         drop = 0
         while self._bytes > limit and self.first_seq + drop <= droppable and drop < len(self._frames) - 1:
             self._bytes -= len(self._frames[drop])
@@ -296,7 +321,7 @@ class Flusher:
                 rows.extend((run_id, seq, data, final) for seq, data, final in feed.unlogged)
                 batch[run_id] = feed.unlogged[-1][0]
             elif feed.ended:
-                self.feeds.pop(run_id, None)  # all written: readers that hold it read on from memory
+                self._forget(run_id)  # all written: readers that hold it read on from memory
         if rows and connection.vendor == "postgresql":
             await log_connection.write(rows)
         elif rows:
@@ -306,7 +331,13 @@ class Flusher:
             if feed is not None:
                 feed.mark_logged(upto)
                 if feed.ended and not feed.unlogged:
-                    self.feeds.pop(run_id, None)
+                    self._forget(run_id)
+
+    def _forget(self, run_id: str) -> None:
+        feed = self.feeds.pop(run_id, None)
+        if feed is not None and feed.lost:
+            log.warning("Run %s: %d events never reached the event log (it took none while memory allowed)",
+                        run_id, feed.lost)
 
 
 flusher = Flusher()

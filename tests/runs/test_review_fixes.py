@@ -89,7 +89,7 @@ def test_the_watcher_starts_again_on_a_new_event_loop_when_the_old_loop_closed_u
     # A loop that closes without cancelling its tasks leaves the watcher's task pending forever.
     old_loop = asyncio.new_event_loop()
     stale = RunControl("run_stale")
-    stale.settled = True  # nothing to poll: the old task just sleeps
+    stale.settle("completed")  # nothing to poll: the old task just sleeps
 
     async def register_stale() -> None:
         watcher.register(stale)

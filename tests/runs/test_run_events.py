@@ -7,7 +7,7 @@ import pytest
 
 from projects.config import ProjectSettings, project_settings_save
 from runs.models import Run
-from runs.services import ABANDONED_TEXT
+from runs.turns import ABANDONED_TEXT
 from tests.runs.conftest import (
     CLOCK_TOOL,
     WEATHER_TOOL,
