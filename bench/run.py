@@ -41,7 +41,8 @@ def start(app: str, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen([sys.executable, "-m", "uvicorn", app, "--port", str(port), "--no-access-log",
                              "--log-level", "warning"], cwd=ROOT, env={**os.environ, **env})
     url = f"http://127.0.0.1:{port}"
-    for _ in range(300):
+    deadline = time.monotonic() + 90  # a loaded machine takes a while to import the app
+    while time.monotonic() < deadline and proc.poll() is None:
         try:
             if requests.get(url + "/healthz", timeout=1).ok:
                 return proc, url
