@@ -1,4 +1,4 @@
-"""The run path's database calls: a small bounded set of worker threads (spec section 8).
+"""The run path's database calls: a small bounded set of worker threads (docs/protocol.md#design-for-scale).
 
 Under Django's ASGI handler, `sync_to_async` runs a request's database work on a thread of its
 own that keeps its connection until the response ends; a streaming run would then hold a
@@ -20,6 +20,7 @@ Nothing here is held while a run waits on the model: a call takes a thread only 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import logging
 import threading
@@ -36,6 +37,9 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _executor: ThreadPoolExecutor | None = None
+# Set when tracing is on (telemetry/tracing.py): the worker then runs in the caller's context, so a
+# statement's span nests under the run or request that asked for it. Off, nothing is copied.
+propagate_context = False
 _executor_lock = threading.Lock()
 
 
@@ -57,7 +61,10 @@ async def db_call(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     whatever else `fn` raises. Cancelling the awaiting task does not stop `fn` once it started.
     """
     loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(executor(), functools.partial(_in_worker, fn, args, kwargs))
+    call = functools.partial(_in_worker, fn, args, kwargs)
+    if propagate_context:
+        call = functools.partial(contextvars.copy_context().run, call)
+    return await loop.run_in_executor(executor(), call)
 
 
 def run_sync(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:

@@ -15,7 +15,7 @@ from core.problems import PROBLEM_CONTENT_TYPE
 
 SECURITY_SCHEME = "ApiKeyAuth"
 BEARER_SCHEME = "BearerAuth"
-# An operation takes the API key, or a bearer access token (spec section 10); the SDKs send both.
+# An operation takes the API key, or a bearer access token (docs/protocol.md#identity-by-token); the SDKs send both.
 SECURITY = [{SECURITY_SCHEME: []}, {BEARER_SCHEME: []}]
 PROBLEM_REF = {"$ref": "#/components/schemas/Problem"}
 

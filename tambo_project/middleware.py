@@ -21,7 +21,7 @@ from projects.oauth import oauth_answer
 
 log = logging.getLogger(__name__)
 
-# Paths the official SDKs call (spec section 9): the v1 API, the SDK's older routes without `/v1`
+# Paths the official SDKs call (docs/protocol.md#cors-and-paths-outside-v1): the v1 API, the SDK's older routes without `/v1`
 # (thread names, suggestions), the OAuth token exchange, audio, and the chat-completions gateway.
 API_PREFIXES = ("/v1/", "/threads/", "/oauth/", "/audio/", "/api/")
 API_EXACT = ("/v1", "/threads", "/oauth", "/audio", "/api")
@@ -94,7 +94,7 @@ class ProblemMiddleware(_HybridMiddleware):
 
 
 def _unavailable(request, exception) -> HttpResponse:
-    """503 with Retry-After for a database outage (spec section 8), in the path's own error shape."""
+    """503 with Retry-After for a database outage (docs/protocol.md#design-for-scale), in the path's own error shape."""
     log.warning("Database unavailable on %s: %s", request.path, type(exception).__name__)
     problem = unavailable()
     if request.path.startswith("/api/"):

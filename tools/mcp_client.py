@@ -1,4 +1,4 @@
-"""Listing and calling the tools of MCP servers (spec section 4, server tools).
+"""Listing and calling the tools of MCP servers (docs/protocol.md#the-event-stream, server tools).
 
 Django-free: the advance loop passes an `McpServerConfig` and gets plain dataclasses back.
 
@@ -99,7 +99,7 @@ class McpTool:
 
 @dataclass(frozen=True)
 class McpResult:
-    """A tool result as Tambo content blocks (`text` and `resource`, spec section 2)."""
+    """A tool result as Tambo content blocks (`text` and `resource`, docs/protocol.md#endpoints)."""
 
     content: list[dict[str, Any]]
     is_error: bool = False

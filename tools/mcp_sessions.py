@@ -1,4 +1,4 @@
-"""Kept MCP sessions: one per (event loop, MCP server), reused by every call and listing (spec section 8).
+"""Kept MCP sessions: one per (event loop, MCP server), reused by every call and listing (docs/protocol.md#design-for-scale).
 
 `tools.mcp_client.call_tool` connects, calls and disconnects: for a stdio server that is a process
 started per call. `McpSessions.call_tool` instead keeps one session per server open while it is in
@@ -123,7 +123,21 @@ class McpSessions:
         self._sessions.clear()
 
 
+    async def aclose(self) -> None:
+        """Closes every session and waits for them to end (a stdio server's process exits)."""
+        tasks = [session.task for session in self._sessions.values()]
+        self.close_all()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
 _by_loop: dict[asyncio.AbstractEventLoop, McpSessions] = {}
+
+
+async def sessions_close() -> None:
+    """Closes the kept sessions of the running event loop (at the process's shutdown)."""
+    kept = _by_loop.pop(asyncio.get_running_loop(), None)
+    if kept is not None:
+        await kept.aclose()
 
 
 def sessions() -> McpSessions:

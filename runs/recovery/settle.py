@@ -3,7 +3,7 @@
 When the database goes away while a run is producing, storing its step and releasing its lock fail.
 The client is told at once (RUN_ERROR) and the run's end is handed here: a background task stores
 the step the client saw (unless a message with its id exists already) and records the run as failed,
-retrying every RETRY_INTERVAL seconds for at most the lease (spec section 14). So the thread is free
+retrying every RETRY_INTERVAL seconds for at most the lease (docs/protocol.md#after-a-crash). So the thread is free
 within a few seconds of the database coming back, not when the lease runs out; and if the database
 stays away longer than the lease, the expiry sweep (runs/recovery/leases.py) records the run instead, with
 its last checkpoint.

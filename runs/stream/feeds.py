@@ -1,4 +1,4 @@
-"""A run's events in memory, numbered, for its own stream and every reader in this process (spec section 12).
+"""A run's events in memory, numbered, for its own stream and every reader in this process (docs/protocol.md#resumable-runs).
 
 The process running a run appends each encoded event to the run's `Feed`. Events are *sealed*
 (numbered 1, 2, 3 … and framed with their `id:` line) when a reader takes them or the event log is
@@ -239,6 +239,21 @@ class Flusher:
             self._dirty.set()
             # A fresh context, as the watcher's: this task serves the whole process.
             self._task = loop.create_task(self._loop(), context=contextvars.Context())
+
+    async def stop(self) -> None:
+        """Writes what the feeds have not logged yet and stops the task (at the process's shutdown): a
+        client resuming a run on another process then finds all its events in the log."""
+        task, self._task = self._task, None
+        if task is None or task.done():
+            return
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        try:
+            await self.flush()
+        except Exception as exc:  # noqa: BLE001 - the process is ending; readers see the run as orphaned
+            log_db_failure("Run events: the last write of the event log failed", exc)
+        finally:
+            await log_connection.close()
 
     def interval(self) -> float:
         # Readers in other processes wait on these writes; on SQLite there are none (one process),

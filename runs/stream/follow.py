@@ -1,4 +1,4 @@
-"""Following a run that streams in another process, through PostgreSQL alone (spec section 12).
+"""Following a run that streams in another process, through PostgreSQL alone (docs/protocol.md#resumable-runs).
 
 Each process that has readers of runs streaming elsewhere keeps one `Feed` mirror per such run
 (runs/stream/feeds.py), shared by all its readers of that run. One LISTEN connection per process
@@ -55,6 +55,13 @@ class Follower:
         self._readers.pop(run_id, None)
         if self.mirrors.get(run_id) is mirror:
             del self.mirrors[run_id]
+
+    async def stop(self) -> None:
+        """Stops the poll and LISTEN tasks (at the process's shutdown); the LISTEN connection closes."""
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     def wake(self) -> None:
         """Asks for a poll of every followed run (coalesced: one at a time, none queued twice)."""

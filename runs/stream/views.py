@@ -1,5 +1,5 @@
 """`GET /v1/threads/{threadId}/runs/{runId}/events`: a run's events replayed, then followed live
-(spec section 12), from whichever process; the frames are the run's own stream's, ids included."""
+(docs/protocol.md#resumable-runs), from whichever process; the frames are the run's own stream's, ids included."""
 from __future__ import annotations
 
 from django.conf import settings

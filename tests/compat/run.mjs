@@ -10,7 +10,7 @@
 // Where the official client cannot be used as is, this script says why:
 // - `TamboClient.fetchThread`, `updateThreadName` and the DELETE half of `cancelRun` send no `userKey`
 //   (the client relies on a bearer token there). The server refuses requests without an end-user
-//   identity by design (spec section 1), so threads are fetched and renamed through the SDK with
+//   identity by design (docs/protocol.md#identity-and-auth), so threads are fetched and renamed through the SDK with
 //   `userKey`, and a run is cancelled by aborting its stream (which `cancelRun` does first).
 // - The client has no method for component state; the update goes through the SDK instance the client
 //   itself holds (`client.getSdkClient().threads.state.updateState`) with `userKey`.
@@ -364,7 +364,7 @@ const scenarios = {
     });
     assert.equal(state.threadMap[made.id].thread.messages.length, 2);
 
-    // The client's own fetchThread / updateThreadName send no userKey: refused by design (spec section 1).
+    // The client's own fetchThread / updateThreadName send no userKey: refused by design (docs/protocol.md#identity-and-auth).
     await assertRefusedWithoutUserKey(client.fetchThread(made.id), "TamboClient.fetchThread");
     await assertRefusedWithoutUserKey(client.updateThreadName(made.id, "nope"), "TamboClient.updateThreadName");
     return { threadId: made.id, name: renamed.name, lastCompletedRunId: fetched.lastCompletedRunId };

@@ -78,6 +78,16 @@ def header(name: str, ctx: Context) -> str:
     return headers.get(name.lower(), "")
 
 
+@server.resource("memo://note", mime_type="text/plain", description="A short text note.")
+def note() -> str:
+    return "the note says: buy milk"
+
+
+@server.resource("image://red-dot", mime_type="image/png", description="A 1x1 red PNG.")
+def red_dot() -> bytes:
+    return tiny_png()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("transport", choices=["stdio", "http"])
