@@ -45,7 +45,7 @@ def start(app: str, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
                              "--log-level", "warning"], cwd=ROOT, env={**os.environ, **env})
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120  # a shared, busy machine can take a while to import Django
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and proc.poll() is None:
         try:
             if requests.get(url + "/healthz", timeout=1).ok:
                 return proc, url

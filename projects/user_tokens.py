@@ -128,11 +128,6 @@ _jwks_clients: dict[tuple[str, float, float], jwt.PyJWKClient] = {}
 _jwks_clients_lock = threading.Lock()
 
 
-# A failed fetch of a JWKS is remembered this long: exchanges meanwhile are refused at once, instead of
-# each fetching again (10 exchanges against a JWKS that hangs once took 3, 6 … 30 s, one after another).
-JWKS_FAILURE_SECONDS = 5.0
-
-
 class _GuardedJWKClient(jwt.PyJWKClient):
     """PyJWKClient whose fetch has a deadline over the whole exchange, and remembers a failure.
 
@@ -149,7 +144,10 @@ class _GuardedJWKClient(jwt.PyJWKClient):
         self._flight: Future | None = None
 
     def fetch_data(self):
-        if self._failed_at is not None and time.monotonic() - self._failed_at < JWKS_FAILURE_SECONDS:
+        # A failed fetch is remembered for USER_TOKEN_JWKS_RETRY_SECONDS: exchanges meanwhile are refused at
+        # once instead of each fetching again (10 exchanges against a hanging JWKS took 3, 6 … 30 s).
+        remembered = float(getattr(settings, "USER_TOKEN_JWKS_RETRY_SECONDS", 5))
+        if self._failed_at is not None and time.monotonic() - self._failed_at < remembered:
             raise jwt.PyJWKClientConnectionError("The JWKS URL failed moments ago.")
         if self._flight is None or self._flight.done():
             self._flight = Future()

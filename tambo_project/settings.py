@@ -306,3 +306,5 @@ WEB_PROJECT_NAME = env.str("WEB_PROJECT_NAME", default="demo")
 # at most once per cooldown, and a JWKS URL that does not answer within the timeout refuses the exchange.
 USER_TOKEN_JWKS_COOLDOWN = env.float("USER_TOKEN_JWKS_COOLDOWN", default=60)
 USER_TOKEN_JWKS_TIMEOUT = env.float("USER_TOKEN_JWKS_TIMEOUT", default=3)
+# After a failed JWKS fetch, exchanges are refused at once for this long instead of fetching again.
+USER_TOKEN_JWKS_RETRY_SECONDS = env.float("USER_TOKEN_JWKS_RETRY_SECONDS", default=5)

@@ -1,21 +1,31 @@
 """A JWKS URL that stalls (projects/user_tokens.py `_GuardedJWKClient`): one that never answers costs
-one wait, not one per exchange (the failure is remembered for a few seconds); one that trickles its
+one wait, not one per exchange (the failure is remembered for USER_TOKEN_JWKS_RETRY_SECONDS); one that trickles its
 answer is cut at USER_TOKEN_JWKS_TIMEOUT (3 s) for the whole read, not per byte."""
 import json
 
 import pytest
 
 from tests.projects.test_token_exchange import assert_oauth_error
+from tests.support.live import LiveServer
 from tests.support.stalling_http import HangingListener, TricklingServer
 from tests.support.user_tokens import configure_jwks, exchange, rsa_key, sign_rs256
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_exchanges_against_a_hanging_jwks_fetch_it_once(live_server_url, api_key, project):
+@pytest.fixture(scope="module")
+def remembering_server(django_db_setup, django_db_blocker):
+    # A failure remembered longer than the test takes, however loaded the machine.
+    server = LiveServer("jwks-stalls", {"USER_TOKEN_JWKS_RETRY_SECONDS": "600"})
+    yield server
+    server.stop()
+
+
+def test_exchanges_against_a_hanging_jwks_fetch_it_once(remembering_server, transactional_db, api_key, project):
     with HangingListener() as jwks:
         configure_jwks(project, jwks.url("/jwks.json"))
-        answers = [exchange(live_server_url, api_key, sign_rs256(rsa_key(), kid=f"kid-{i}")) for i in range(10)]
+        answers = [exchange(remembering_server.url, api_key, sign_rs256(rsa_key(), kid=f"kid-{i}"))
+                   for i in range(10)]
         connections = len(jwks.accepted)
     for answer in answers:
         assert "could not be reached" in assert_oauth_error(answer, 400, "invalid_grant")

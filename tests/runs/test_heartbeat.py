@@ -7,6 +7,7 @@ raw (bytes, frame by frame); the official client reads the same kind of run in t
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -16,7 +17,7 @@ from tests.conftest import Api
 from tests.support import node
 from tests.support.live import LiveServer
 from tests.support.mcp_fixtures import mcp_http_url  # noqa: F401 - fixture
-from tests.support.run_requests import user_message
+from tests.support.run_requests import run, text_of, user_message
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -35,7 +36,15 @@ def hb_api(heartbeat_server, transactional_db, project, api_key, mcp_http_url) -
     from tools.models import McpServer
 
     McpServer.objects.create(project=project, name="slow", transport="http", url=mcp_http_url)
-    return Api(heartbeat_server.url, api_key)
+    api = Api(heartbeat_server.url, api_key)
+    # The server's tools must be listed first: on a loaded machine a first listing can take longer
+    # than MCP_TIMEOUT (2 s, short for the hang below), and the server is then left out until its retry.
+    for _ in range(20):
+        _, events = run(api, "Which tools do you have?")
+        if "slow__hang" in text_of(events):
+            return api
+        time.sleep(1.0)
+    pytest.fail("the test MCP server's tools were never offered")
 
 
 def raw_frames(response) -> Iterator[bytes]:

@@ -58,7 +58,7 @@ class LiveServer:
             self.stop()  # a server that did not come up must not outlive the test run
             raise
 
-    def _wait(self, timeout: float = 30.0) -> None:
+    def _wait(self, timeout: float = 90.0) -> None:  # a loaded machine takes a while to import the app
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

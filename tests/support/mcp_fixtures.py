@@ -46,7 +46,7 @@ def _answers_http(port: int) -> bool:
 
 
 @contextmanager
-def running_http_mcp_server(*, startup_timeout: float = 20.0) -> Iterator[str]:
+def running_http_mcp_server(*, startup_timeout: float = 60.0) -> Iterator[str]:
     """Run the test server over streamable HTTP; yield its endpoint URL."""
     port = free_port()
     with tempfile.TemporaryFile() as log:
