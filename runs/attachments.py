@@ -12,7 +12,7 @@ from typing import Any, Iterator
 from django.conf import settings
 
 from clientsdk import wire
-from core.content_parts import check_parts, check_resource
+from core.content_parts import check_part_count, check_parts, check_resource
 from core.db import db_call
 from core.sanity import InputError
 from projects.models import Project
@@ -23,6 +23,9 @@ async def run_content_check(*, project: Project, body: wire.CreateRunBody) -> No
     """Checks every resource part of `body` and replaces each MCP resource (`@server:uri`) by what its
     server answers to `resources/read`. Raises InputError (400) naming the part."""
     lists = list(_part_lists(body))
+    for field, blocks in lists:
+        # Tool results are bounded by the tool-call limits; the user's own parts are counted here.
+        check_part_count([b for b in blocks if not isinstance(b, wire.InToolResultBlock)], field)
     if not any(isinstance(b, wire.InResourceBlock) for _, blocks in lists for b in blocks):
         return  # plain text: nothing to decode
     # Decoding up to MAX_RUN_BYTES of base64 is CPU work: off the event loop.
@@ -44,7 +47,8 @@ def _part_lists(body: wire.CreateRunBody) -> Iterator[tuple[str, list[Any]]]:
 def _check_all(lists: list[tuple[str, list[Any]]]) -> None:
     for field, blocks in lists:
         check_parts([{"type": b.type, "resource": b.resource.wire()} if isinstance(b, wire.InResourceBlock)
-                     else {"type": b.type} for b in blocks], field)
+                     else {"type": b.type} for b in blocks if not isinstance(b, wire.InToolResultBlock)], field,
+                    positions=[i for i, b in enumerate(blocks) if not isinstance(b, wire.InToolResultBlock)])
 
 
 async def _read_mcp_resources(project: Project, wanted: list[tuple[str, wire.Resource]]) -> None:

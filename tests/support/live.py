@@ -50,7 +50,13 @@ class LiveServer:
              "--port", str(self.port), "--no-access-log", "--timeout-graceful-shutdown", "2"],
             cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
         )
-        self._wait()
+        try:
+            self._wait()
+        except BaseException:
+            # A server that did not come up in time would otherwise live on after the tests, retrying
+            # its database long after the throwaway cluster is gone.
+            self.stop()
+            raise
 
     def _wait(self, timeout: float = 30.0) -> None:
         deadline = time.monotonic() + timeout
