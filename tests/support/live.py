@@ -53,12 +53,12 @@ class LiveServer:
         try:
             self._wait()
         except BaseException:
-            # A server that did not come up in time would otherwise live on after the tests, retrying
-            # its database long after the throwaway cluster is gone.
+            # A server that did not come up in time (90 s: on cores shared by many test runs the app
+            # imports slowly) would otherwise live on after the tests, retrying a database long gone.
             self.stop()
             raise
 
-    def _wait(self, timeout: float = 30.0) -> None:
+    def _wait(self, timeout: float = 90.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
