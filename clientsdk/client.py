@@ -164,7 +164,7 @@ class Client:
         self, thread_id: str, run_id: str, after: int | str | None = None, *,
         resume_attempts: int = DEFAULT_RESUME_ATTEMPTS,
     ) -> RunStream:
-        """Follow run `run_id` of `thread_id`, started by this or another client (spec section 12).
+        """Follow run `run_id` of `thread_id`, started by this or another client (docs/protocol.md#resumable-runs).
 
         Yields `(event, snapshot)` like `run`: the run's events after event id `after` (all of them
         without it), then the live ones until the run ends; a dropped connection is resumed. A run

@@ -22,12 +22,9 @@ from tools.selectors import project_tools_of
 async def run_content_check(*, project: Project, body: wire.CreateRunBody) -> None:
     """Checks every resource part of `body` and replaces each MCP resource (`@server:uri`) by what its
     server answers to `resources/read`. Raises InputError (400) naming the part."""
-    lists = list(_part_lists(body))
-    for field, blocks in lists:
-        # Tool results are bounded by the tool-call limits; the user's own parts are counted here.
-        check_part_count([b for b in blocks if not isinstance(b, wire.InToolResultBlock)], field)
-    if not any(isinstance(b, wire.InResourceBlock) for _, blocks in lists for b in blocks):
+    if not body_has_resources(body):
         return  # plain text: nothing to decode
+    lists = list(_part_lists(body))
     # Decoding up to MAX_RUN_BYTES of base64 is CPU work: off the event loop.
     await asyncio.to_thread(_check_all, lists)
     wanted = [(f"{field}[{i}].resource", b.resource) for field, blocks in lists for i, b in enumerate(blocks)
@@ -35,6 +32,18 @@ async def run_content_check(*, project: Project, body: wire.CreateRunBody) -> No
               and (b.resource.uri or "").startswith("@")]
     if wanted:
         await _read_mcp_resources(project, wanted)
+
+
+def check_part_counts(body: wire.CreateRunBody) -> None:
+    """Refuses a message of more than MAX_PARTS text and resource parts (core/content_parts.py), text-only
+    ones included. Tool results are bounded by the tool-call limits and not counted. Raises InputError."""
+    for field, blocks in _part_lists(body):
+        check_part_count([b for b in blocks if not isinstance(b, wire.InToolResultBlock)], field)
+
+
+def body_has_resources(body: wire.CreateRunBody) -> bool:
+    """Whether any message of `body` carries a resource part (an image, a file, an MCP resource)."""
+    return any(isinstance(b, wire.InResourceBlock) for _, blocks in _part_lists(body) for b in blocks)
 
 
 def _part_lists(body: wire.CreateRunBody) -> Iterator[tuple[str, list[Any]]]:

@@ -8,9 +8,15 @@ start a run, whose bodies carry the user's images and files (MAX_RUN_BYTES, 10 M
 the voice upload (MAX_AUDIO_BYTES plus room for the multipart framing; the view counts the file itself). Nothing behind it checks the size again (Django's own check is off:
 settings.py `DATA_UPLOAD_MAX_MEMORY_SIZE`), so every 413 for a body comes from here, in the shape
 of its route.
+
+The body also has a deadline: all of it within REQUEST_BODY_TIMEOUT seconds of the request's start,
+else 408 and the connection is closed (a client that sends headers and then not its body held a
+connection, and the request, for ever). The deadline covers the body only: a streaming answer's
+later wait for the client to go away is not cut.
 """
 from __future__ import annotations
 
+import asyncio
 import re
 
 from django.conf import settings
@@ -48,6 +54,16 @@ def too_large(path: str) -> HttpResponse:
     return problem_response(413, "PAYLOAD_TOO_LARGE", detail, path)
 
 
+def too_slow(path: str) -> HttpResponse:
+    """The 408 for a body that did not arrive in time, in the shape of `path`'s callers (as `too_large`)."""
+    detail = f"The request body did not arrive within {settings.REQUEST_BODY_TIMEOUT:g} seconds."
+    if path.startswith("/api/"):
+        return openai_error_response(408, detail, INVALID_REQUEST, "request_timeout")
+    if path.startswith("/oauth/"):
+        return oauth_answer({"error": "invalid_request", "error_description": detail}, 408)
+    return problem_response(408, "REQUEST_TIMEOUT", detail, path)
+
+
 class BodySizeLimit:
     def __init__(self, app, limit=body_limit):
         self.app = app
@@ -59,10 +75,10 @@ class BodySizeLimit:
         answered = False
         limit = self.limit(scope.get("path", ""))
 
-        async def refuse() -> None:
+        async def refuse(answer=too_large) -> None:
             nonlocal answered
             answered = True
-            response = too_large(scope.get("path", ""))
+            response = answer(scope.get("path", ""))
             headers = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in response.items()]
             # The rest of the body is never read, so the connection cannot carry another request.
             await send({"type": "http.response.start", "status": response.status_code,
@@ -73,10 +89,21 @@ class BodySizeLimit:
             if name == b"content-length" and value.isdigit() and int(value) > limit:
                 return await refuse()
         received = 0
+        body_done = False
+        deadline = asyncio.get_running_loop().time() + settings.REQUEST_BODY_TIMEOUT
 
         async def counting_receive():
-            nonlocal received
-            message = await receive()
+            nonlocal received, body_done
+            if body_done:
+                return await receive()
+            try:
+                async with asyncio.timeout_at(deadline):
+                    message = await receive()
+            except TimeoutError:
+                if not answered:
+                    await refuse(too_slow)
+                return {"type": "http.disconnect"}
+            body_done = message["type"] != "http.request" or not message.get("more_body", False)
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > limit and not answered:

@@ -47,6 +47,32 @@ def message_list_all(*, thread: Thread) -> list[Message]:
     return list(thread.messages.order_by("created_at", "id"))
 
 
+def message_list_newest(*, thread: Thread, max_chars: int, batch: int = 100) -> tuple[list[Message], bool]:
+    """The thread's latest messages, oldest first, read newest-first in batches until their stored
+    content passes `max_chars` (the batch that passes it is kept whole), and whether they reach back
+    to the thread's first message: a long thread under a context budget is not loaded whole to be
+    cut afterwards. The caller trims to turn boundaries."""
+    from django.db.models import Q
+
+    newest: list[Message] = []
+    size = 0
+    whole = False
+    query = thread.messages.order_by("-created_at", "-id")
+    while size <= max_chars:
+        rows = list(query[:batch])
+        newest.extend(rows)
+        size += sum(len(str(m.content)) + len(str(m.additional_context or "")) for m in rows)
+        if len(rows) < batch:
+            whole = True
+            break
+        last = rows[-1]
+        query = thread.messages.filter(Q(created_at__lt=last.created_at) | Q(created_at=last.created_at,
+                                                                              id__lt=last.id)
+                                       ).order_by("-created_at", "-id")
+    newest.reverse()
+    return newest, whole
+
+
 def message_get(*, thread: Thread, message_id: str) -> Message:
     message = thread.messages.filter(id=message_id).first()
     if message is None:

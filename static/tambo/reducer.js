@@ -46,7 +46,7 @@ export function findBlock(view, kind, id) {
   return null;
 }
 
-// Folds one AG-UI event (spec sections 4 and 6) into the view. Returns the view.
+// Folds one AG-UI event (docs/protocol.md#the-event-stream and #components) into the view. Returns the view.
 export function reduceEvent(view, event) {
   const value = event.value || {};
   switch (event.type) {

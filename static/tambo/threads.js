@@ -319,7 +319,7 @@ export class ThreadsChat {
     return null;
   }
 
-  // The run's events after `live.lastEventId` (all without it), then the live ones (spec section 12).
+  // The run's events after `live.lastEventId` (all without it), then the live ones (docs/protocol.md#resumable-runs).
   openEvents(live, signal) {
     const path = `/v1/threads/${encodeURIComponent(live.threadId)}/runs/${encodeURIComponent(live.runId)}/events`;
     const headers = live.lastEventId === null ? {} : { "Last-Event-ID": live.lastEventId };
@@ -356,7 +356,7 @@ export class ThreadsChat {
     }
   }
 
-  // The server names the thread from the conversation (spec section 11). Should that route fail
+  // The server names the thread from the conversation (docs/protocol.md#thread-names-and-suggestions). Should that route fail
   // (an older server), the first message, cut short, names it instead.
   async nameThread(text) {
     const id = this.thread.id;
@@ -374,7 +374,7 @@ export class ThreadsChat {
     }
   }
 
-  // Suggestions for the last answer (spec section 11): POST makes new ones after a turn, GET shows
+  // Suggestions for the last answer (docs/protocol.md#thread-names-and-suggestions): POST makes new ones after a turn, GET shows
   // the stored ones when a thread is opened. They are a nicety: a failure only logs.
   async loadSuggestions(method) {
     const threadId = this.thread?.id;

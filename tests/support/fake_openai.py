@@ -51,9 +51,13 @@ class Text:
     # None sends no finish chunk (a server that ends the stream without saying why).
     finish_reason: str | None = "stop"
     usage: dict[str, int] | None = None  # None: a usage computed from the chunk count
+    # Reasoning streamed before the text: `reasoning_content` deltas here, thinking blocks on the
+    # Anthropic fake (tests/support/fake_anthropic.py).
+    reasoning: str | Sequence[str] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "chunks", _chunks(self.chunks))
+        object.__setattr__(self, "reasoning", _chunks(self.reasoning))
 
 
 @dataclass(frozen=True)
@@ -84,10 +88,12 @@ class ToolCalls:
     repeat_head: bool = False
     finish_reason: str = "tool_calls"
     usage: dict[str, int] | None = None
+    reasoning: str | Sequence[str] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "calls", tuple(self.calls))
         object.__setattr__(self, "text", _chunks(self.text))
+        object.__setattr__(self, "reasoning", _chunks(self.reasoning))
 
 
 @dataclass(frozen=True)
@@ -145,7 +151,8 @@ class RecordedRequest:
     @property
     def api_key(self) -> str | None:
         auth = self.headers.get("authorization", "")
-        return auth[len("Bearer "):] if auth.startswith("Bearer ") else None
+        # Anthropic's clients send the key as x-api-key.
+        return auth[len("Bearer "):] if auth.startswith("Bearer ") else self.headers.get("x-api-key")
 
     @property
     def wants_usage(self) -> bool:
@@ -177,6 +184,7 @@ def content_deltas(reply: Prefix) -> list[dict[str, Any]]:
     if not isinstance(reply, (Text, ToolCalls)):
         reply = Text(tuple(reply))
     deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+    deltas += [{"reasoning_content": chunk} for chunk in reply.reasoning]
     text = reply.chunks if isinstance(reply, Text) else reply.text
     deltas += [{"content": chunk} for chunk in text]
     if isinstance(reply, ToolCalls):
@@ -423,6 +431,8 @@ class _Server(ThreadingHTTPServer):
 class FakeOpenAI:
     """The scripted server. Use as a context manager, or call start() and stop()."""
 
+    handler_class: type[BaseHTTPRequestHandler] = _Handler
+
     def __init__(self, default_reply: Reply | None = None) -> None:
         self.default_reply: Reply = default_reply or Text()
         self._lock = threading.Lock()
@@ -435,7 +445,7 @@ class FakeOpenAI:
     # --- lifecycle ---
 
     def start(self) -> "FakeOpenAI":
-        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server = _Server(("127.0.0.1", 0), self.handler_class)
         self._server.fake = self
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="fake-openai", daemon=True)
