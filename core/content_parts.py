@@ -50,12 +50,18 @@ def base_type(mime_type: str | None) -> str:
     return (mime_type or "").split(";", 1)[0].strip().lower()
 
 
-def check_parts(blocks: Iterable[dict], field: str) -> None:
-    """Checks the `resource` blocks among `blocks` (wire dicts), the list at `field`; raises InputError."""
-    blocks = list(blocks)
+def check_part_count(blocks: list, field: str) -> None:
+    """Refuses a message of more than MAX_PARTS text and resource parts (the list at `field`)."""
     if len(blocks) > MAX_PARTS:
         raise InputError(field, f"{field} has {len(blocks)} parts; a message may have at most {MAX_PARTS}.")
-    for index, block in enumerate(blocks):
+
+
+def check_parts(blocks: Iterable[dict], field: str, positions: list[int] | None = None) -> None:
+    """Checks the `resource` blocks among `blocks` (wire dicts) of the list at `field`, where `positions`
+    (default: 0, 1, …) are their indexes; raises InputError naming the part."""
+    blocks = list(blocks)
+    check_part_count(blocks, field)
+    for index, block in zip(positions or range(len(blocks)), blocks):
         if block.get("type") == "resource":
             check_resource(block.get("resource") or {}, f"{field}[{index}].resource")
 

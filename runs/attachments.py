@@ -12,7 +12,7 @@ from typing import Any, Iterator
 from django.conf import settings
 
 from clientsdk import wire
-from core.content_parts import check_parts, check_resource
+from core.content_parts import check_part_count, check_parts, check_resource
 from core.db import db_call
 from core.sanity import InputError
 from projects.models import Project
@@ -34,6 +34,13 @@ async def run_content_check(*, project: Project, body: wire.CreateRunBody) -> No
         await _read_mcp_resources(project, wanted)
 
 
+def check_part_counts(body: wire.CreateRunBody) -> None:
+    """Refuses a message of more than MAX_PARTS text and resource parts (core/content_parts.py), text-only
+    ones included. Tool results are bounded by the tool-call limits and not counted. Raises InputError."""
+    for field, blocks in _part_lists(body):
+        check_part_count([b for b in blocks if not isinstance(b, wire.InToolResultBlock)], field)
+
+
 def body_has_resources(body: wire.CreateRunBody) -> bool:
     """Whether any message of `body` carries a resource part (an image, a file, an MCP resource)."""
     return any(isinstance(b, wire.InResourceBlock) for _, blocks in _part_lists(body) for b in blocks)
@@ -49,7 +56,8 @@ def _part_lists(body: wire.CreateRunBody) -> Iterator[tuple[str, list[Any]]]:
 def _check_all(lists: list[tuple[str, list[Any]]]) -> None:
     for field, blocks in lists:
         check_parts([{"type": b.type, "resource": b.resource.wire()} if isinstance(b, wire.InResourceBlock)
-                     else {"type": b.type} for b in blocks], field)
+                     else {"type": b.type} for b in blocks if not isinstance(b, wire.InToolResultBlock)], field,
+                    positions=[i for i, b in enumerate(blocks) if not isinstance(b, wire.InToolResultBlock)])
 
 
 async def _read_mcp_resources(project: Project, wanted: list[tuple[str, wire.Resource]]) -> None:

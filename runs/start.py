@@ -13,7 +13,7 @@ from core.validation import parse_body
 from projects.auth import UNAUTHORIZED, Principal, principal_of_key, principal_resolve
 from projects.key_lookup import KeyLookup
 from runs import services
-from runs.attachments import body_has_resources
+from runs.attachments import body_has_resources, check_part_counts
 from tools.selectors import ProjectTools
 from tools.statements import tool_columns, tools_of_values
 
@@ -53,6 +53,7 @@ def run_start_request(*, request, thread_id: str | None) -> services.StartedRun 
     principal, tools = _caller(request)
     model = wire.CreateThreadWithRunBody if thread_id is None else wire.CreateRunBody
     body = parse_body(model, request_json(request))
+    check_part_counts(body)
     if body_has_resources(body):
         return ContentToCheck(principal=principal, body=body, tools=tools)
     return services.run_start(principal=principal, body=body, thread_id=thread_id, tools=tools)

@@ -93,8 +93,9 @@ def test_a_bad_part_is_refused_naming_it_and_nothing_is_stored(api, part, field,
     assert "You said: again" in text_of(events)
 
 
-def test_ten_thousand_tiny_parts_are_refused(api):
-    parts = [image_part(png(), f"p{i}.png") for i in range(10_000)]
+@pytest.mark.parametrize("kind", ["images", "texts"])
+def test_ten_thousand_tiny_parts_are_refused(api, kind):
+    parts = [image_part(png(), f"p{i}.png") if kind == "images" else _text("x") for i in range(10_000)]
     response = api.post("/v1/threads/runs", _body(*parts))
     body = assert_problem(response, 400, "VALIDATION_ERROR", field="message.content")
     assert "at most" in body["detail"]
