@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from core.problems import Problem
+from projects.models_config import model_chain_for
 from providers import get_provider
 from providers.base import Completion, ModelError, ModelRequest
 from threads.content import block_text
@@ -24,9 +25,12 @@ def model_problem(exc: ModelError) -> Problem:
     return Problem(502, exc.code, exc.message, **extra)
 
 
-async def model_complete(request: ModelRequest) -> Completion:
-    """The configured provider's answer; raises Problem (429/502) when the model fails."""
+async def model_complete(request: ModelRequest, project=None) -> Completion:
+    """The answer of the project's models (its first, then its fallbacks; the server's default
+    without a project); raises Problem (429/502) when the model fails."""
     try:
+        if project is not None:
+            return await model_chain_for(project, requested=None).complete(request)
         return await get_provider().complete(request)
     except ModelError as exc:
         raise model_problem(exc) from exc

@@ -91,13 +91,13 @@ async def suggestion_generate(*, project: Project, user_key: str, thread_id: str
             "lastUserText": last_user,
         }),
     )
-    drafts = await _drafts(request)
+    drafts = await _drafts(request, project)
     return await db_call(suggestion_replace, message=message, drafts=drafts[:max_suggestions])
 
 
-async def _drafts(request: ModelRequest) -> list[DraftSuggestion]:
+async def _drafts(request: ModelRequest, project) -> list[DraftSuggestion]:
     for attempt in range(1, ATTEMPTS + 1):
-        reply = (await model_complete(request)).text
+        reply = (await model_complete(request, project)).text
         try:
             parsed = json.loads(_unfenced(reply))
             # A bare array (what some servers answer without JSON mode) is read as the suggestions.
