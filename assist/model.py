@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from core.db import db_call
 from core.problems import Problem
+from projects import limits
 from projects.models_config import model_chain_for
 from providers import get_provider
 from providers.base import Completion, ModelError, ModelRequest
@@ -12,7 +14,7 @@ from threads.models import Message
 
 
 def model_problem(exc: ModelError) -> Problem:
-    """The problem for a model failure: the run codes (spec section 4) with the provider's safe message.
+    """The problem for a model failure: the run codes (docs/protocol.md#the-event-stream) with the provider's safe message.
 
     A rate-limited provider is 429 with its Retry-After (when it gave one); any other failure is the
     provider's, not the caller's, so it is 502 Bad Gateway.
@@ -25,15 +27,24 @@ def model_problem(exc: ModelError) -> Problem:
     return Problem(502, exc.code, exc.message, **extra)
 
 
-async def model_complete(request: ModelRequest, project=None) -> Completion:
-    """The answer of the project's models (its first, then its fallbacks; the server's default
-    without a project); raises Problem (429/502) when the model fails."""
+async def model_complete(request: ModelRequest, *, project, user_key: str | None, admit: bool = True) -> Completion:
+    """The answer of the project's models (its first, then its fallbacks; the server's default without
+    a project); raises Problem (429/502) when the model fails.
+
+    Counted against the project's limits (projects/limits.py): admitted first (429 RATE_LIMITED /
+    BUDGET_EXCEEDED) unless `admit` is False (a retry within the same request), its tokens recorded after.
+    """
+    if admit:
+        await db_call(limits.call_admit, project=project, user_key=user_key)
     try:
         if project is not None:
-            return await model_chain_for(project, requested=None).complete(request)
-        return await get_provider().complete(request)
+            completion = await model_chain_for(project, requested=None).complete(request)
+        else:
+            completion = await get_provider().complete(request)
     except ModelError as exc:
         raise model_problem(exc) from exc
+    await db_call(limits.call_record, project=project, user_key=user_key, usage=completion.usage)
+    return completion
 
 
 def message_text(message: Message) -> str:

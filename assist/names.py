@@ -1,4 +1,4 @@
-"""Thread names: one short model call turns the start of a conversation into a title (spec section 11)."""
+"""Thread names: one short model call turns the start of a conversation into a title (docs/protocol.md#thread-names-and-suggestions)."""
 from __future__ import annotations
 
 from django.utils import timezone
@@ -41,7 +41,7 @@ async def thread_name_generate(*, project: Project, user_key: str, thread_id: st
                   {"role": "user", "content": f"The conversation:\n\n{conversation}"}],
         task=ModelTask("thread_name", {"firstUserText": first_text}),
     )
-    name = title_from_reply((await model_complete(request, project)).text)
+    name = title_from_reply((await model_complete(request, project=project, user_key=user_key)).text)
     if not name:
         raise Problem(502, "LLM_SERVER_ERROR", "The model gave no name for the thread.",
                       category="server_error", isRetryable=True)

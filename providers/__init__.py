@@ -29,11 +29,29 @@ def get_provider(name: str | None = None) -> Provider:
     return provider_for(default_endpoint(name))
 
 
-@lru_cache(maxsize=64)
+async def providers_close() -> None:
+    """Closes the model clients the providers opened on the running loop (at the process's shutdown)."""
+    for provider in _made:
+        aclose = getattr(provider, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+_made: list[Provider] = []
+
+
 def provider_for(endpoint: Endpoint) -> Provider:
-    """One provider per (process, endpoint): its client keeps the endpoint's pooled connections.
-    Only the chosen provider's module is imported: the vendor SDKs are slow imports that an offline
-    server never needs."""
+    """One provider per (process, endpoint): its client keeps the endpoint's pooled connections."""
+    provider = _provider_for(endpoint)
+    if provider not in _made:
+        _made.append(provider)
+    return provider
+
+
+@lru_cache(maxsize=64)
+def _provider_for(endpoint: Endpoint) -> Provider:
+    # Only the chosen provider's module is imported: the vendor SDKs are slow imports that an
+    # offline server never needs.
     if endpoint.provider == "offline":
         from providers.offline import OfflineProvider
 
@@ -53,4 +71,5 @@ def provider_for(endpoint: Endpoint) -> Provider:
 
 def reset_providers() -> None:
     """For tests that change provider settings."""
-    provider_for.cache_clear()
+    _provider_for.cache_clear()
+    _made.clear()

@@ -157,7 +157,7 @@ Delta = Union[TextDelta, ReasoningDelta, ToolCallDelta, StepEnd]
 class ModelError(Exception):
     """A provider failure, already made safe to show: `message` never holds keys or raw exception text.
 
-    `code` is one of LLM_RATE_LIMITED, LLM_CLIENT_ERROR, LLM_SERVER_ERROR (spec section 4), or
+    `code` is one of LLM_RATE_LIMITED, LLM_CLIENT_ERROR, LLM_SERVER_ERROR (docs/protocol.md#the-event-stream), or
     MISSING_ENV_VARIABLE (a key's `env:` variable is not set; the message names it, never a value).
     """
 

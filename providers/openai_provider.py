@@ -79,6 +79,12 @@ class OpenAIProvider:
             self._clients[loop] = client
         return client
 
+    async def aclose(self) -> None:
+        """Closes the running loop's client and its pooled connections (at the process's shutdown)."""
+        client = self._clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.close()
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[Delta]:
         """Yield the deltas of one model step, ending with StepEnd; raise ModelError on failure.
 

@@ -50,7 +50,7 @@ class Run(models.Model):
 
 class RunEvent(models.Model):
     """One SSE event of a run as its stream sent it, for readers that join late or on another process
-    (spec section 12). Written in batches by the process running the run (runs/stream/feeds.py), removed
+    (docs/protocol.md#resumable-runs). Written in batches by the process running the run (runs/stream/feeds.py), removed
     by the watcher once the run has been over for RUN_REPLAY_SECONDS."""
 
     pk = models.CompositePrimaryKey("run_id", "seq")

@@ -1,9 +1,13 @@
 """Reads. Every read is scoped by (project, user key): another user's thread does not exist."""
 from __future__ import annotations
 
+from django.conf import settings
+from django.db.models import TextField
+from django.db.models.functions import Cast, Length
+
 from core.problems import Problem
 from projects.models import Project
-from threads.cursors import keyset_page
+from threads.cursors import encode_cursor, keyset_page
 from threads.models import Message, Thread
 
 THREAD_NOT_FOUND = "THREAD_NOT_FOUND"
@@ -22,7 +26,21 @@ def thread_list(*, project: Project, user_key: str, limit: int, cursor: str | No
 
 
 def message_list(*, thread: Thread, limit: int, cursor: str | None, order: str):
-    return keyset_page(thread.messages.all(), cursor=cursor, limit=limit, descending=order == "desc")
+    """One page of the thread's messages, cut short (with `has_more`) where their content would pass
+    MESSAGE_PAGE_BYTES, so a page of screenshots stays bounded in memory (docs/images-and-voice.md).
+    Two statements: the page's ids and content sizes first, then the content of those that fit."""
+    sized = thread.messages.annotate(size=Length(Cast("content", TextField()))).only("id", "created_at")
+    rows, next_cursor, has_more = keyset_page(sized, cursor=cursor, limit=limit, descending=order == "desc")
+    total, fitting = 0, []
+    for row in rows:
+        total += row.size or 0
+        if fitting and total > settings.MESSAGE_PAGE_BYTES:
+            break
+        fitting.append(row)
+    if len(fitting) < len(rows):
+        has_more, next_cursor = True, encode_cursor(fitting[-1].created_at, fitting[-1].id)
+    full = {m.id: m for m in thread.messages.filter(id__in=[row.id for row in fitting])}
+    return [full[row.id] for row in fitting if row.id in full], next_cursor, has_more
 
 
 def message_list_all(*, thread: Thread) -> list[Message]:

@@ -1,4 +1,4 @@
-"""AG-UI at the edge (`POST /v1/agui`, spec section 13): pure mapping, no database, no HTTP.
+"""AG-UI at the edge (`POST /v1/agui`, docs/protocol.md#the-ag-ui-endpoint): pure mapping, no database, no HTTP.
 
 In: an `ag_ui.core.RunAgentInput` and what the thread already stores → the turn it adds (`plan_turn`),
 the client tools (`client_tools`) and the context the model gets. Out: the advance loop's events as

@@ -1,4 +1,4 @@
-"""POST /v1/agui (spec section 13): a RunAgentInput drives a thread, over real HTTP on the live server."""
+"""POST /v1/agui (docs/protocol.md#the-ag-ui-endpoint): a RunAgentInput drives a thread, over real HTTP on the live server."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,4 @@
-"""Starting a run: every check of spec section 3 is a plain HTTP problem before any SSE byte."""
+"""Starting a run: every check of docs/protocol.md#starting-a-run is a plain HTTP problem before any SSE byte."""
 from __future__ import annotations
 
 import pytest

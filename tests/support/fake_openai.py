@@ -15,6 +15,10 @@ Tests enqueue one reply per request and assert on what the server received:
         ...  # point a client at fake.base_url
         fake.requests[0].body["model"], fake.requests[0].api_key
 
+`POST /v1/audio/transcriptions` (multipart) takes the next reply too: a `Text` is the transcript
+(`{"text": …}`), an `HTTPError` or `Stall` fails it; its record's body is the form's fields, the file
+as `{"filename", "contentType", "data": bytes}`.
+
 An empty script answers `default_reply`. Streamed bodies use chunked transfer encoding, so a dropped
 connection is visible to the client as an incomplete body rather than a clean end of stream.
 """
@@ -227,8 +231,9 @@ class _Handler(BaseHTTPRequestHandler):
         pass  # Keep test output clean.
 
     def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
+        raw = self._read_body()
+        if self.path.rstrip("/") == "/v1/audio/transcriptions":
+            return self._transcribe(raw)
         try:
             body = json.loads(raw) if raw else None
         except ValueError:
@@ -252,6 +257,32 @@ class _Handler(BaseHTTPRequestHandler):
             record.disconnected.set()
             self.close_connection = True
         except _EndAnswer:
+            self.close_connection = True
+
+    def _read_body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            parts = []
+            while (size := int(self.rfile.readline().split(b";")[0], 16)) > 0:
+                parts.append(self.rfile.read(size))
+                self.rfile.readline()
+            self.rfile.readline()
+            return b"".join(parts)
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _transcribe(self, raw: bytes) -> None:
+        record = self._record(_form_fields(self.headers.get("Content-Type", ""), raw))
+        reply = self.server.fake._next_reply()
+        try:
+            if isinstance(reply, HTTPError):
+                self._send_json(reply.status, error_body(reply.status, reply.message, reply.type, reply.code))
+            elif isinstance(reply, Stall):
+                self._wait(reply.seconds, record)
+                raise _EndAnswer
+            else:
+                self._send_json(200, {"text": "".join(reply.chunks) if isinstance(reply, Text) else ""})
+        except (BrokenPipeError, ConnectionResetError, _EndAnswer):
+            record.disconnected.set()
             self.close_connection = True
 
     # --- recording and plain answers ---
@@ -372,6 +403,22 @@ class _Handler(BaseHTTPRequestHandler):
             return True
         except BlockingIOError:
             return False
+
+
+def _form_fields(content_type: str, raw: bytes) -> dict[str, Any]:
+    """A multipart/form-data body's fields: text values as str, files as {filename, contentType, data}."""
+    from email.parser import BytesParser
+    from email.policy import HTTP
+
+    message = BytesParser(policy=HTTP).parsebytes(f"Content-Type: {content_type}\r\n\r\n".encode() + raw)
+    fields: dict[str, Any] = {}
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        data = part.get_payload(decode=True) or b""
+        filename = part.get_filename()
+        fields[name] = ({"filename": filename, "contentType": part.get_content_type(), "data": data}
+                        if filename is not None else data.decode())
+    return fields
 
 
 class _Server(ThreadingHTTPServer):
