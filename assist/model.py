@@ -6,6 +6,7 @@ from typing import Iterable
 from core.db import db_call
 from core.problems import Problem
 from projects import limits
+from projects.models_config import model_chain_for
 from providers import get_provider
 from providers.base import Completion, ModelError, ModelRequest
 from threads.content import block_text
@@ -27,7 +28,8 @@ def model_problem(exc: ModelError) -> Problem:
 
 
 async def model_complete(request: ModelRequest, *, project, user_key: str | None, admit: bool = True) -> Completion:
-    """The configured provider's answer; raises Problem (429/502) when the model fails.
+    """The answer of the project's models (its first, then its fallbacks; the server's default without
+    a project); raises Problem (429/502) when the model fails.
 
     Counted against the project's limits (projects/limits.py): admitted first (429 RATE_LIMITED /
     BUDGET_EXCEEDED) unless `admit` is False (a retry within the same request), its tokens recorded after.
@@ -35,7 +37,10 @@ async def model_complete(request: ModelRequest, *, project, user_key: str | None
     if admit:
         await db_call(limits.call_admit, project=project, user_key=user_key)
     try:
-        completion = await get_provider().complete(request)
+        if project is not None:
+            completion = await model_chain_for(project, requested=None).complete(request)
+        else:
+            completion = await get_provider().complete(request)
     except ModelError as exc:
         raise model_problem(exc) from exc
     await db_call(limits.call_record, project=project, user_key=user_key, usage=completion.usage)

@@ -2,6 +2,7 @@
 from django import forms
 from django.contrib import admin, messages
 
+from projects.admin_settings import SettingsField, masked, settings_from_form
 from projects.models import ApiKey, Project
 from projects.user_tokens import user_token_settings_errors
 
@@ -17,9 +18,18 @@ class ApiKeyInline(admin.TabularInline):
 
 
 class ProjectForm(forms.ModelForm):
+    settings_document = SettingsField()
+
     class Meta:
         model = Project
-        fields = "__all__"
+        exclude = ["settings"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["settings_document"].initial = masked(self.instance.settings)
+
+    def clean_settings_document(self):
+        return settings_from_form(self.cleaned_data.get("settings_document") or "", self.instance.settings)
 
     def clean(self):
         data = super().clean()
@@ -39,8 +49,13 @@ class ProjectAdmin(admin.ModelAdmin):
     search_fields = ("name", "id")
     filter_horizontal = ("members",)
     inlines = [ApiKeyInline]
+
+    def save_model(self, request, obj, form, change):
+        _save_settings(obj, form)
+        super().save_model(request, obj, form, change)
     fieldsets = [
         (None, {"fields": ("name", "system_prompt", "max_tool_calls_per_turn", "members")}),
+        ("Models, limits and access", {"fields": ("settings_document",)}),
         ("Identity by token (userToken)", {
             "description": "How the app's own user tokens are verified before POST /oauth/token exchanges them "
                            "for access tokens. Set one of the HS256 secret, the PEM public key or the JWKS URL; "
@@ -49,6 +64,14 @@ class ProjectAdmin(admin.ModelAdmin):
                        "user_token_issuer", "user_token_audience", "user_token_claim"),
         }),
     ]
+
+
+def _save_settings(obj: Project, form) -> None:
+    document = form.cleaned_data.get("settings_document")
+    if document is not None and document != obj.settings:
+        obj.settings = document
+        # Every process re-parses a project's settings once per version (projects/config.py).
+        obj.settings_version = (obj.settings_version or 0) + 1
 
 
 @admin.register(ApiKey)

@@ -1,6 +1,7 @@
 // The conversation a chat panel shows, and the pure-ish reducer that folds run events into it.
 //
-// A view is { messages, status, error, notice }. A message is { id, role, blocks, cancelled };
+// A view is { messages, status, error, notice }. A message is { id, role, blocks, cancelled,
+// reasoning? } (reasoning: the model's thinking before it, one string per block);
 // a block is one of
 //   { kind: "text", key, text }
 //   { kind: "tool", key, id, name, args, result, isError, status }
@@ -37,6 +38,13 @@ function messageById(view, id, role = "assistant") {
   return message;
 }
 
+function attachReasoning(view, message) {
+  if (view.reasoning?.length) {
+    message.reasoning = view.reasoning;
+    view.reasoning = null;
+  }
+}
+
 export function findBlock(view, kind, id) {
   for (const message of view.messages) {
     for (const block of message.blocks) {
@@ -55,9 +63,20 @@ export function reduceEvent(view, event) {
       view.runMessageIds = [];
       view.status = "requesting";
       break;
+    // Reasoning comes before the message it belongs to (the THINKING_* events name none): it is
+    // held until the step's text or tool call names the message.
+    case "THINKING_TEXT_MESSAGE_START":
+      (view.reasoning ||= []).push("");
+      break;
+    case "THINKING_TEXT_MESSAGE_CONTENT":
+      if (!view.reasoning?.length) view.reasoning = [""];
+      view.reasoning[view.reasoning.length - 1] += event.delta || "";
+      view.status = "streaming";
+      break;
     case "TEXT_MESSAGE_START": {
       const message = messageById(view, event.messageId);
       track(view, message);
+      attachReasoning(view, message);
       message.blocks.push({ kind: "text", key: `t${message.blocks.length}`, text: "" });
       view.status = "streaming";
       break;
@@ -77,6 +96,7 @@ export function reduceEvent(view, event) {
     case "TOOL_CALL_START": {
       const message = messageById(view, event.parentMessageId || `call-${event.toolCallId}`);
       track(view, message);
+      attachReasoning(view, message);
       message.blocks.push({
         kind: "tool", key: event.toolCallId, id: event.toolCallId, name: event.toolCallName,
         args: "", result: null, isError: false, status: "streaming",
@@ -240,6 +260,7 @@ export function viewFromThread(thread) {
       // A user message right after another one: the turn of the earlier one produced nothing.
       if (lastUser && stored.role === "user") lastUser.unanswered = true;
       const message = { id: stored.id, role: stored.role, blocks, cancelled: Boolean(stored.isCancelled) };
+      if (stored.reasoning?.length) message.reasoning = stored.reasoning;
       view.messages.push(message);
       if (stored.role === "user" && !results.length) {
         lastUser = message;

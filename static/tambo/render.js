@@ -126,8 +126,23 @@ function errorNode(error, handlers) {
   return node;
 }
 
+// The model's reasoning, folded above the answer (a <details>, so it opens from the keyboard too).
+function updateReasoning(node, message) {
+  if (!message.reasoning?.length) return;
+  let fold = node.querySelector(":scope > details.msg-reasoning");
+  if (!fold) {
+    fold = el("details", "msg-reasoning");
+    fold.append(el("summary", null, "Reasoning"), el("div", "reasoning-text"));
+    node.insertBefore(fold, node.querySelector(":scope > .msg-body"));
+  }
+  const text = message.reasoning.join("\n\n");
+  const shown = fold.querySelector(".reasoning-text");
+  if (shown.textContent !== text) shown.textContent = text;
+}
+
 function updateMessage(node, message, handlers) {
   node.classList.toggle("is-cancelled", message.cancelled);
+  updateReasoning(node, message);
   const body = node.querySelector(".msg-body");
   const keep = [];
   for (const block of message.blocks) {

@@ -105,3 +105,28 @@ test("a local user message goes at the end with a local id", () => {
   assert.match(message.id, /^local-/);
   assert.equal(view.messages.at(-1), message);
 });
+
+test("reasoning streamed before the answer is held and attached to the message it precedes", () => {
+  const view = fold([
+    { type: "RUN_STARTED", runId: "run_1" },
+    { type: "THINKING_START" },
+    { type: "THINKING_TEXT_MESSAGE_START" },
+    { type: "THINKING_TEXT_MESSAGE_CONTENT", delta: "Let me " },
+    { type: "THINKING_TEXT_MESSAGE_CONTENT", delta: "think." },
+    { type: "THINKING_TEXT_MESSAGE_END" },
+    { type: "THINKING_END" },
+    { type: "TEXT_MESSAGE_START", messageId: "msg_1" },
+    { type: "TEXT_MESSAGE_CONTENT", messageId: "msg_1", delta: "Answer." },
+    { type: "RUN_FINISHED" },
+  ]);
+  assert.deepEqual(view.messages[0].reasoning, ["Let me think."]);
+  assert.equal(view.reasoning, null);
+});
+
+test("a stored message's reasoning is shown with it", () => {
+  const view = viewFromThread({
+    id: "thr_1", runStatus: "idle",
+    messages: [{ id: "msg_1", role: "assistant", content: [{ type: "text", text: "Hi" }], reasoning: ["Because."] }],
+  });
+  assert.deepEqual(view.messages[0].reasoning, ["Because."]);
+});
