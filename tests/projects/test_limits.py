@@ -134,3 +134,24 @@ def test_generate_name_and_the_gateway_count_against_the_project_rate(live_serve
     assert gateway.status_code == 429
     assert gateway.json()["error"]["code"] == "rate_limited"
     assert 1 <= int(gateway.headers["Retry-After"]) <= 60
+
+
+@pytest.mark.both_dbs
+def test_old_counters_are_pruned_in_one_statement(project, settings, django_assert_num_queries):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from projects.limit_models import LimitCounter
+    from projects.limits import counters_prune
+
+    now = timezone.now()
+    rows = {"runs-now": ("runs", now), "runs-2-days": ("runs", now - timedelta(days=2)),
+            "tokens-2-days": ("tokens", now - timedelta(days=2)), "tokens-91-days": ("tokens", now - timedelta(days=91))}
+    for name, (kind, start) in rows.items():
+        LimitCounter.objects.create(project=project, user_key=name, kind=kind, window_start=start, count=1)
+
+    with django_assert_num_queries(1):
+        counters_prune(older_than_days=90)
+
+    assert sorted(LimitCounter.objects.values_list("user_key", flat=True)) == ["runs-now", "tokens-2-days"]
