@@ -50,9 +50,14 @@ class LiveServer:
              "--port", str(self.port), "--no-access-log", "--timeout-graceful-shutdown", "2"],
             cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
         )
-        self._wait()
+        try:
+            self._wait()
+        except BaseException:
+            # A server that started too slowly must not outlive the test that gave up on it.
+            self.stop()
+            raise
 
-    def _wait(self, timeout: float = 30.0) -> None:
+    def _wait(self, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
