@@ -16,6 +16,7 @@ import requests
 from django.db import connection
 
 from projects.config import Limits, ProjectSettings, project_settings_save
+from projects.limit_models import LimitCounter
 from tests.support.live import LiveServer
 from tests.support.problems import assert_problem
 from tests.support.sse import read_events, types
@@ -98,8 +99,13 @@ def test_of_a_thousand_concurrent_runs_exactly_the_limit_start(servers, api_key,
     with ThreadPoolExecutor(max_workers=64) as pool:
         statuses = list(pool.map(lambda i: start_run(servers[i % 2], api_key).status_code, range(RACERS)))
 
-    assert statuses.count(200) == 37
-    assert statuses.count(429) == RACERS - 37
+    # Counted per minute window of the database's clock: on a loaded machine the race can outlast the
+    # minute it started in, and the next window lets in its own 37.
+    windows = list(LimitCounter.objects.filter(kind="runs", user_key="alice").order_by("window_start")
+                   .values_list("count", flat=True))
+    assert windows and all(count <= 37 for count in windows) and windows[0] == 37
+    assert statuses.count(200) == sum(windows)
+    assert statuses.count(429) == RACERS - sum(windows)
 
 
 @pytest.mark.parametrize("limits", [{"runsPerMinute": -1}, {"tokensPerDay": 1.5}, {"runsPerMinutePerUser": "5"},
