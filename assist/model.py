@@ -13,7 +13,7 @@ from threads.models import Message
 
 
 def model_problem(exc: ModelError) -> Problem:
-    """The problem for a model failure: the run codes (spec section 4) with the provider's safe message.
+    """The problem for a model failure: the run codes (docs/protocol.md#the-event-stream) with the provider's safe message.
 
     A rate-limited provider is 429 with its Retry-After (when it gave one); any other failure is the
     provider's, not the caller's, so it is 502 Bad Gateway.

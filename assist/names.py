@@ -1,4 +1,4 @@
-"""Thread names: one short model call turns the start of a conversation into a title (spec section 11)."""
+"""Thread names: one short model call turns the start of a conversation into a title (docs/protocol.md#thread-names-and-suggestions)."""
 from __future__ import annotations
 
 from django.utils import timezone

@@ -1,4 +1,4 @@
-"""Suggested next user messages for an assistant message (spec section 11).
+"""Suggested next user messages for an assistant message (docs/protocol.md#thread-names-and-suggestions).
 
 The model is asked for a JSON object; its reply is validated with `DraftReply`, asked once more when
 it does not validate, and refused (502 LLM_SERVER_ERROR) when the second reply does not either.

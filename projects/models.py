@@ -36,7 +36,7 @@ class Project(models.Model):
     settings = models.JSONField(default=dict, blank=True)
     settings_version = models.PositiveIntegerField(default=0, editable=False)
 
-    # Identity by token (spec section 10): how an app's own user tokens are verified. At most one of
+    # Identity by token (docs/protocol.md#identity-by-token): how an app's own user tokens are verified. At most one of
     # the three key sources is set; none set means the token exchange is refused for this project.
     user_token_hs256_secret = models.CharField(
         max_length=512, blank=True, default="", help_text="Shared secret for HS256-signed user tokens.")

@@ -1,4 +1,4 @@
-"""`POST /oauth/token`: RFC 8693 token exchange (spec section 10).
+"""`POST /oauth/token`: RFC 8693 token exchange (docs/protocol.md#identity-by-token).
 
 `@tambo-ai/react` with `userToken` (and `@tambo-ai/typescript-sdk` `beta.auth.getToken`) posts the
 app's user token here, form-encoded, with the project API key in `x-api-key`, and sends the access

@@ -1,4 +1,4 @@
-"""Identity by token (spec section 10): an app's own user tokens in, this server's access tokens out.
+"""Identity by token (docs/protocol.md#identity-by-token): an app's own user tokens in, this server's access tokens out.
 
 Two kinds of JWT meet here, both handled by PyJWT alone:
 
@@ -15,6 +15,8 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
 import jwt
@@ -129,6 +131,48 @@ _jwks_clients: dict[tuple[str, float, float], jwt.PyJWKClient] = {}
 _jwks_clients_lock = threading.Lock()
 
 
+# A failed fetch of a JWKS is remembered this long: exchanges meanwhile are refused at once, instead of
+# each fetching again (10 exchanges against a JWKS that hangs once took 3, 6 … 30 s, one after another).
+JWKS_FAILURE_SECONDS = 5.0
+
+
+class _GuardedJWKClient(jwt.PyJWKClient):
+    """PyJWKClient whose fetch has a deadline over the whole exchange, and remembers a failure.
+
+    PyJWKClient's own timeout is urllib's, per socket operation: a JWKS that trickles a byte every
+    2 s held an exchange for over 40 s with a 3 s timeout. Here the fetch runs on a thread of its own
+    and the caller waits at most `timeout` for all of it; a fetch still running is not started again
+    (its late answer still fills the cache). Fetches are already one at a time: PyJWKClient holds its
+    lock around them.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._failed_at: float | None = None
+        self._flight: Future | None = None
+
+    def fetch_data(self):
+        if self._failed_at is not None and time.monotonic() - self._failed_at < JWKS_FAILURE_SECONDS:
+            raise jwt.PyJWKClientConnectionError("The JWKS URL failed moments ago.")
+        if self._flight is None or self._flight.done():
+            self._flight = Future()
+            threading.Thread(target=self._fetch_into, args=(self._flight,), name="jwks-fetch", daemon=True).start()
+        try:
+            return self._flight.result(timeout=self.timeout)
+        except FutureTimeout:
+            self._failed_at = time.monotonic()
+            raise jwt.PyJWKClientConnectionError(f"The JWKS URL did not answer within {self.timeout} s.") from None
+        except jwt.PyJWKClientConnectionError:
+            self._failed_at = time.monotonic()
+            raise
+
+    def _fetch_into(self, flight: Future) -> None:
+        try:
+            flight.set_result(super().fetch_data())
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
+            flight.set_exception(exc)
+
+
 def _jwks_client(url: str) -> jwt.PyJWKClient:
     """One client per JWKS URL and process, so its cache of the key set is shared by all requests.
 
@@ -142,8 +186,8 @@ def _jwks_client(url: str) -> jwt.PyJWKClient:
     with _jwks_clients_lock:
         client = _jwks_clients.get(cache_key)
         if client is None:
-            client = jwt.PyJWKClient(url, cache_jwk_set=True, lifespan=300, timeout=timeout,
-                                     cooldown_duration=cooldown)
+            client = _GuardedJWKClient(url, cache_jwk_set=True, lifespan=300, timeout=timeout,
+                                       cooldown_duration=cooldown)
             _jwks_clients[cache_key] = client
         return client
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from runs.media import content_parts
 from threads.content import block_text
 from threads.models import Message
 
@@ -57,11 +58,18 @@ def build_model_messages(system_prompt: str, messages: list[Message], *,
 
 
 def _user_or_system(message: Message) -> list[dict[str, Any]]:
-    text = "\n".join(block_text(b) for b in message.content if b.get("type") in ("text", "resource"))
     result = []
     if message.additional_context:
         # Context from the application (what the user sees, selections…), given just before the text.
         result.append(_context_message(message.additional_context))
+    if message.role == Message.Role.USER:
+        parts = content_parts(message.content)
+        if any(part["type"] != "text" for part in parts):
+            result.append({"role": message.role, "content": parts})
+            return result
+        text = "\n".join(part["text"] for part in parts)
+    else:
+        text = "\n".join(block_text(b) for b in message.content if b.get("type") in ("text", "resource"))
     if text:
         result.append({"role": message.role, "content": text})
     return result

@@ -29,7 +29,7 @@ class RunStatus(models.TextChoices):
     STREAMING = "streaming"
 
 
-# How a run whose process stopped renewing its lease is shown and recorded (spec section 14).
+# How a run whose process stopped renewing its lease is shown and recorded (docs/protocol.md#after-a-crash).
 LEASE_EXPIRED_CODE = "RUN_LEASE_EXPIRED"
 LEASE_EXPIRED_ERROR = {"code": LEASE_EXPIRED_CODE, "message": "The previous run stopped responding and was abandoned."}
 
@@ -107,6 +107,10 @@ class Message(models.Model):
     # The id an AG-UI client gave this message, so history it sends again is recognised (runs/agui/protocol.py).
     external_id = models.CharField(max_length=200, null=True, blank=True)
     created_at = models.DateTimeField(default=now_unique)
+    # The model's reasoning before this assistant message (one string per block) and how long it
+    # took; shown to the user, never sent back to the model (runs/reasoning.py).
+    reasoning = models.JSONField(null=True, blank=True)
+    reasoning_duration_ms = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["thread", "created_at", "id"], name="message_list_idx")]
@@ -116,7 +120,7 @@ class Message(models.Model):
 
 
 class Suggestion(models.Model):
-    """A suggested next user message for an assistant message (spec section 11).
+    """A suggested next user message for an assistant message (docs/protocol.md#thread-names-and-suggestions).
 
     A message's suggestions are replaced as a whole each time they are generated; `position` keeps
     the model's order.

@@ -8,9 +8,9 @@
 // `{"scenario": name, "ok": true|false, ...facts | "error": message}`; exit 1 if any failed.
 //
 // `TamboClient.generateThreadName`, `generateSuggestions` and `listSuggestions` send no `userKey`: as on
-// the reference server, those thread-scoped calls work with the API key and the thread id alone (spec
-// section 18), except in a project with `tokenRequired` (scenario `user_less_refused`, which reads the
-// thread and message ids from TAMBO_THREAD_ID / TAMBO_MESSAGE_ID). The same SDK calls also work through
+// the reference server, those thread-scoped calls work with the API key and the thread id alone
+// (docs/abuse-and-limits.md), except in a project with `tokenRequired` (scenario `user_less_refused`,
+// which reads the thread and message ids from TAMBO_THREAD_ID / TAMBO_MESSAGE_ID). The same SDK calls also work through
 // the client's own SDK instance (`client.getSdkClient()`) with the user named: `contextKey` for
 // `beta.threads.generateName`, `userKey` in the body or query of the suggestion calls.
 import assert from "node:assert/strict";

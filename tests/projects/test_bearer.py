@@ -1,4 +1,4 @@
-"""`Authorization: Bearer <access token>` on /v1 (spec sections 1 and 10), over HTTP.
+"""`Authorization: Bearer <access token>` on /v1 (docs/protocol.md#identity-and-auth and #identity-by-token), over HTTP.
 
 The token names the end user, so requests need no `userKey`; one that differs is refused. The token is
 checked on every request: forged, expired, another project's or issued through a revoked key → 401.

@@ -1,4 +1,4 @@
-"""The event stream of a run (spec section 4) and the thread's status fields, over real HTTP."""
+"""The event stream of a run (docs/protocol.md#the-event-stream) and the thread's status fields, over real HTTP."""
 from __future__ import annotations
 
 import time

@@ -33,7 +33,8 @@ def database_url() -> str:
 
 class LiveServer:
     def __init__(self, name: str, extra_env: dict[str, str] | None = None,
-                 app: str = "tambo_project.asgi:application"):
+                 app: str = "tambo_project.asgi:application", args: tuple[str, ...] = (),
+                 start_timeout: float = 120.0):
         self.name = name
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -47,17 +48,17 @@ class LiveServer:
         self._log = open(self.log_path, "wb")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1",
-             "--port", str(self.port), "--no-access-log", "--timeout-graceful-shutdown", "2"],
+             "--port", str(self.port), "--no-access-log", "--timeout-graceful-shutdown", "2",
+             "--http", "tambo_project.http_guard:GuardedHTTPProtocol", *args],  # as bin/serve
             cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
         )
         try:
-            self._wait()
+            self._wait(start_timeout)
         except BaseException:
-            # A server that started too slowly must not outlive the test that gave up on it.
-            self.stop()
+            self.stop()  # a server that did not come up must not outlive the test run
             raise
 
-    def _wait(self, timeout: float = 60.0) -> None:
+    def _wait(self, timeout: float = 30.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

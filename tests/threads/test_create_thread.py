@@ -21,7 +21,7 @@ def test_it_creates_a_thread_with_only_the_fields_it_has(api):
     assert response.status_code == 201, response.text
     assert response.headers["Content-Type"].startswith("application/json")
     thread = response.json()
-    # Absent values are omitted, not null (spec section 2).
+    # Absent values are omitted, not null (docs/protocol.md#endpoints).
     assert set(thread) == {"id", "userKey", "runStatus", "createdAt", "updatedAt"}
     assert thread["id"].startswith("thr_")
     assert thread["userKey"] == "alice"
