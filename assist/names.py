@@ -23,7 +23,7 @@ SYSTEM_PROMPT = (
 )
 
 
-async def thread_name_generate(*, project: Project, user_key: str, thread_id: str) -> Thread:
+async def thread_name_generate(*, project: Project, user_key: str | None, thread_id: str) -> Thread:
     """Names the thread from its conversation and returns it, fresh from the database.
 
     Takes no run lock (a run may be streaming): the name is written with one UPDATE of its own
@@ -41,14 +41,15 @@ async def thread_name_generate(*, project: Project, user_key: str, thread_id: st
                   {"role": "user", "content": f"The conversation:\n\n{conversation}"}],
         task=ModelTask("thread_name", {"firstUserText": first_text}),
     )
-    name = title_from_reply((await model_complete(request, project=project, user_key=user_key)).text)
+    # Counted against the thread's user also when the call named none (the user-less SDK routes).
+    name = title_from_reply((await model_complete(request, project=project, user_key=thread.user_key)).text)
     if not name:
         raise Problem(502, "LLM_SERVER_ERROR", "The model gave no name for the thread.",
                       category="server_error", isRetryable=True)
     return await db_call(thread_name_set, thread=thread, name=name)
 
 
-def _name_inputs(*, project: Project, user_key: str, thread_id: str) -> tuple[Thread, list[Message], str | None]:
+def _name_inputs(*, project: Project, user_key: str | None, thread_id: str) -> tuple[Thread, list[Message], str | None]:
     """The thread, the start of its conversation, and its first user text (None if it has none)."""
     thread = thread_get(project=project, user_key=user_key, thread_id=thread_id)
     ordered = thread.messages.order_by("created_at", "id")

@@ -68,7 +68,7 @@ def _system_prompt(max_suggestions: int, components: Sequence[wire.AvailableComp
     return prompt
 
 
-async def suggestion_generate(*, project: Project, user_key: str, thread_id: str, message_id: str,
+async def suggestion_generate(*, project: Project, user_key: str | None, thread_id: str, message_id: str,
                                max_suggestions: int,
                                components: Sequence[wire.AvailableComponent] = ()) -> list[Suggestion]:
     """Generates suggestions for an assistant message and stores them in place of its earlier ones.
@@ -91,7 +91,8 @@ async def suggestion_generate(*, project: Project, user_key: str, thread_id: str
             "lastUserText": last_user,
         }),
     )
-    drafts = await _drafts(request, project=project, user_key=user_key)
+    # Counted against the thread's user also when the call named none (the user-less SDK routes).
+    drafts = await _drafts(request, project=project, user_key=message.thread.user_key)
     return await db_call(suggestion_replace, message=message, drafts=drafts[:max_suggestions])
 
 
@@ -123,7 +124,7 @@ def _unfenced(reply: str) -> str:
     return text
 
 
-def _assistant_message(*, project: Project, user_key: str, thread_id: str, message_id: str) -> Message:
+def _assistant_message(*, project: Project, user_key: str | None, thread_id: str, message_id: str) -> Message:
     """The thread's assistant message; 404 THREAD_NOT_FOUND, or MESSAGE_NOT_FOUND for any other message."""
     thread = thread_get(project=project, user_key=user_key, thread_id=thread_id)
     message = thread.messages.filter(id=message_id, role=Message.Role.ASSISTANT).first()
@@ -160,7 +161,7 @@ def suggestion_replace(*, message: Message, drafts: Sequence[DraftSuggestion]) -
     return rows
 
 
-def suggestion_list(*, project: Project, user_key: str, thread_id: str, message_id: str, limit: int,
+def suggestion_list(*, project: Project, user_key: str | None, thread_id: str, message_id: str, limit: int,
                     cursor: str | None) -> tuple[list[Suggestion], str | None, bool]:
     """One page of the message's stored suggestions, in the model's order."""
     message = _assistant_message(project=project, user_key=user_key, thread_id=thread_id, message_id=message_id)

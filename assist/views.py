@@ -49,7 +49,7 @@ def _json_object(request: HttpRequest) -> dict:
 async def generate_name(request: HttpRequest, thread_id: str) -> HttpResponse:
     try:
         principal = await principal_aresolve(request)
-        user_key = principal.user_key(_query_user_key(request))
+        user_key = principal.user_key_optional(_query_user_key(request))
         thread = await thread_name_generate(project=principal.project, user_key=user_key, thread_id=thread_id)
     except Problem as problem:
         return _problem(problem, request)
@@ -91,13 +91,13 @@ async def _suggestions(request: HttpRequest, thread_id: str, message_id: str, *,
     scope = {"project": principal.project, "thread_id": thread_id, "message_id": message_id}
     if request.method == "POST":
         return await _generate(request, principal, scope), None, False
-    return await db_call(suggestion_list, **scope, user_key=principal.user_key(_query_user_key(request)),
+    return await db_call(suggestion_list, **scope, user_key=principal.user_key_optional(_query_user_key(request)),
                          limit=limit, cursor=cursor)
 
 
 async def _generate(request: HttpRequest, principal: Principal, scope: dict):
     body = parse_body(wire.CreateSuggestionsBody, _json_object(request))
     # The body names the user, as on every POST; the query is accepted too, as for generate-name.
-    user_key = principal.user_key(body.user_key if body.user_key is not None else _query_user_key(request))
+    user_key = principal.user_key_optional(body.user_key if body.user_key is not None else _query_user_key(request))
     return await suggestion_generate(**scope, user_key=user_key, max_suggestions=body.max_suggestions,
                                       components=body.available_components or ())

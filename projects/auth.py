@@ -54,6 +54,16 @@ class Principal:
                                    f"{' or '.join(map(repr, identities.RESERVED_PREFIXES))}.", field="userKey")
         return value
 
+    def user_key_optional(self, raw: object) -> str | None:
+        """For the thread-scoped routes @tambo-ai/client calls without a user (thread names and
+        suggestions): None when an API-key caller sends no userKey, and the thread id alone then
+        scopes the call, as on the reference server; refused under tokenRequired (401)."""
+        if self.session_user_key is None and self.token_user_key is None and (
+                raw is None or (isinstance(raw, str) and not raw.strip())):
+            access.user_key_allowed(self.project)
+            return None
+        return self.user_key(raw)
+
     def _token_user(self, raw: object) -> str:
         # The official clients send no userKey with a token; one that is sent must name the same user.
         if raw is None or (isinstance(raw, str) and not raw.strip()):

@@ -195,6 +195,15 @@ def _admit_sqlite(project_id, rates, token_keys, upsert, tokens_where, project_l
 
 
 def counters_prune(*, older_than_days: int) -> int:
-    """Deletes counter windows that ended more than `older_than_days` ago (one statement)."""
-    cutoff = datetime.fromtimestamp(time.time() - older_than_days * DAY, tz=dt_timezone.utc)
-    return LimitCounter.objects.filter(window_start__lt=cutoff).delete()[0]
+    """Deletes the counters no limit reads any more, in one statement: run counts older than a day
+    (each matters for its minute only) and token counts older than `older_than_days`
+    (USAGE_RETENTION_DAYS, kept for the operator's view of what was spent)."""
+    from django.db.models import Q
+
+    now = time.time()
+    day_ago = datetime.fromtimestamp(now - DAY, tz=dt_timezone.utc)
+    cutoff = datetime.fromtimestamp(now - max(older_than_days, 1) * DAY, tz=dt_timezone.utc)
+    old = LimitCounter.objects.filter(Q(kind=RUNS, window_start__lt=day_ago) | Q(window_start__lt=cutoff))
+    # Nothing refers to a counter and no signal listens: a bare DELETE (QuerySet.delete would wrap it
+    # in a transaction of its own and count what it deletes first).
+    return old._raw_delete(old.db)

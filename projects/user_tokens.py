@@ -25,6 +25,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
 from django.conf import settings
 
 from core.sanity import InputError, check_text
+from projects import oidc_discovery
 
 LEEWAY_SECONDS = 60
 ACCESS_TOKEN_MAX_SECONDS = 3600
@@ -119,7 +120,9 @@ def user_token_settings_errors(*, hs256_secret: str, public_key: str, jwks_url: 
 
 
 def user_tokens_configured(project) -> bool:
-    return bool(project.user_token_hs256_secret or project.user_token_public_key or project.user_token_jwks_url)
+    # An issuer alone is enough: its JWKS is discovered (projects/oidc_discovery.py).
+    return bool(project.user_token_hs256_secret or project.user_token_public_key or project.user_token_jwks_url
+                or project.user_token_issuer)
 
 
 # --- Subject tokens ---------------------------------------------------------------------------
@@ -218,7 +221,14 @@ def _verification_key(project, token: str) -> tuple[object, list[str]]:
         except ValueError as exc:
             # Settings saved around the admin's validation (e.g. straight into the database).
             raise TokenRefused("invalid_request", f"The project's user-token public key is unusable: {exc}") from None
-    return _jwks_key(project.user_token_jwks_url, token)
+    return _jwks_key(project.user_token_jwks_url or _discovered_jwks_url(project.user_token_issuer), token)
+
+
+def _discovered_jwks_url(issuer: str) -> str:
+    try:
+        return oidc_discovery.jwks_url_discover(issuer)
+    except oidc_discovery.DiscoveryFailed as exc:
+        raise TokenRefused("invalid_grant", str(exc)) from None
 
 
 _REFUSALS: list[tuple[type[Exception], str]] = [

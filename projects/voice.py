@@ -11,6 +11,7 @@ from pathlib import PurePosixPath
 from django.conf import settings
 
 from core.problems import Problem, validation_error
+from projects import limits
 from projects.auth import Principal
 from projects.config import ENV_REF, project_settings
 from providers.transcription import TranscriptionTarget
@@ -36,8 +37,12 @@ def transcription_check_access(principal: Principal, user_key: str | None) -> st
             and principal.session_user_key is None:
         raise Problem(401, "UNAUTHORIZED", "This project requires a user token (Authorization: Bearer …).")
     if user_key is None and principal.token_user_key is None and principal.session_user_key is None:
-        return None
-    return principal.user_key(user_key)
+        user = None
+    else:
+        user = principal.user_key(user_key)
+    # A transcription counts as one run against the project's rates (docs/abuse-and-limits.md): 429.
+    limits.call_admit(project=principal.project, user_key=user)
+    return user
 
 
 def transcription_target(project) -> TranscriptionTarget:

@@ -28,6 +28,7 @@ from django.conf import settings
 from django.db import close_old_connections, connections
 
 from core.db import db_call, log_db_failure
+from projects.limits import counters_prune
 from runs.lock import lock_renew
 from runs.models import Run
 from runs.recovery.leases import checkpoint_write, expired_lease_sweep
@@ -283,6 +284,10 @@ def _tick_in_db(run_ids: list[str], checkpoints: dict[str, tuple[str, str]],
                 log_cleanup()
             except Exception as exc:  # noqa: BLE001 - logged; a later tick cleans up
                 log_db_failure("Run watcher: removing old run events failed", exc)
+            try:
+                counters_prune(older_than_days=settings.USAGE_RETENTION_DAYS)
+            except Exception as exc:  # noqa: BLE001 - logged; a later tick prunes
+                log_db_failure("Run watcher: pruning old limit counters failed", exc)
         return flagged, written
     finally:
         connections.close_all()

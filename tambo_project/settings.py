@@ -214,6 +214,10 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = None
 RUN_LEASE_SECONDS = env.float("RUN_LEASE_SECONDS", default=30.0)
 # How often one process renews the leases and looks for cancels of all the runs it streams.
 RUN_WATCH_INTERVAL = env.float("RUN_WATCH_INTERVAL", default=0.5)
+# Usage counters (token budgets' days, projects/limits.py) older than this are pruned by the watcher.
+USAGE_RETENTION_DAYS = env.int("USAGE_RETENTION_DAYS", default=90)
+if USAGE_RETENTION_DAYS < 1:
+    raise environ.ImproperlyConfigured("USAGE_RETENTION_DAYS must be at least 1")
 # Resumable runs (docs/protocol.md#resumable-runs): a run's events can be replayed this long after it ended.
 RUN_REPLAY_SECONDS = env.float("RUN_REPLAY_SECONDS", default=300.0)
 # A process writes the new events of all the runs it streams to the event log in one statement at

@@ -124,3 +124,19 @@ def test_a_user_key_when_sent_must_be_valid(server, project, api_key, vendor, fa
     _configure(project, vendor)
     response = _post(server, api_key, {"file": ("a.wav", WAV, "audio/wav")}, params={"userKey": "x" * 300})
     assert_problem(response, 400, "VALIDATION_ERROR", field="userKey")
+
+
+def test_a_transcription_counts_against_the_projects_run_rate(server, project, api_key, vendor, fake):
+    from projects.config import Limits
+
+    spec = TranscriptionSpec(model="whisper-1", base_url=vendor.base_url, api_key="sk-x")
+    project_settings_save(project, ProjectSettings(transcription=spec, limits=Limits(runs_per_minute=1)))
+    fake.script(Text("once"))
+
+    first = _post(server, api_key, {"file": ("a.wav", WAV, "audio/wav")})
+    second = _post(server, api_key, {"file": ("a.wav", WAV, "audio/wav")})
+
+    assert first.status_code == 200, first.text
+    assert_problem(second, 429, "RATE_LIMITED")
+    assert int(second.headers["Retry-After"]) >= 1
+    assert len(fake.requests) == 1

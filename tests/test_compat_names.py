@@ -16,8 +16,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 
-def run_scenario(name: str, base_url: str, api_key: str) -> dict:
-    return node.run_scenario("names.mjs", name, base_url, api_key)
+def run_scenario(name: str, base_url: str, api_key: str, **env: str) -> dict:
+    return node.run_scenario("names.mjs", name, base_url, api_key, extra_env=env)
 
 
 def test_the_official_sdk_names_a_thread_the_official_client_made(live_server_url, api_key, api, project):
@@ -34,6 +34,21 @@ def test_suggestions_made_and_listed_as_the_react_hooks_do_are_stored(live_serve
     listed = api.get(f"/v1/threads/{result['threadId']}/messages/{result['messageId']}/suggestions").json()
     assert [s["id"] for s in listed["suggestions"]] == result["suggestionIds"]
     assert [s["title"] for s in listed["suggestions"]] == ["Show WeatherCard", "Tell me more"]
+
+
+def test_the_official_clients_user_less_calls_are_refused_when_tokens_are_required(live_server_url, api_key,
+                                                                                   project):
+    from projects.config import ProjectSettings, project_settings_save
+    from tests.assist.conftest import conversation
+
+    thread, (_, answer) = conversation(project, ("user", "Bridges?"), ("assistant", "Many."))
+    project_settings_save(project, ProjectSettings(token_required=True))
+
+    result = run_scenario("user_less_refused", live_server_url, api_key, TAMBO_THREAD_ID=thread.id,
+                          TAMBO_MESSAGE_ID=answer.id)
+
+    assert result["threadId"] == thread.id
+    assert thread.messages.count() == 2 and not answer.suggestions.exists()
 
 
 def test_the_official_clients_suggestion_calls_use_the_older_paths(live_server_url, api_key, api):

@@ -13,8 +13,11 @@ from threads.models import Message, Thread
 THREAD_NOT_FOUND = "THREAD_NOT_FOUND"
 
 
-def thread_get(*, project: Project, user_key: str, thread_id: str) -> Thread:
-    thread = Thread.objects.filter(id=thread_id, project=project, user_key=user_key).first()
+def thread_get(*, project: Project, user_key: str | None, thread_id: str) -> Thread:
+    """The user's thread; `user_key` None (only the user-less routes of @tambo-ai/client, see
+    Principal.user_key_optional) finds it by project and id alone."""
+    scope = {"user_key": user_key} if user_key is not None else {}
+    thread = Thread.objects.filter(id=thread_id, project=project, **scope).first()
     if thread is None:
         raise Problem(404, THREAD_NOT_FOUND, f"Thread {thread_id} was not found.")
     return thread

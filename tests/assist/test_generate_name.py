@@ -109,10 +109,25 @@ def test_another_projects_key_does_not_see_the_thread(live_server_url, other_pro
     assert_problem(generate_name(Api(live_server_url, other_project_key), thread.id), 404, "THREAD_NOT_FOUND")
 
 
-def test_it_needs_a_user_key(api, project):
+def test_without_a_user_it_is_scoped_by_project_and_thread_as_on_the_reference(api, project, other_project_key):
+    # @tambo-ai/client's generateThreadName sends no userKey.
+    thread, _ = conversation(project, ("user", "Bridges"))
+    elsewhere = Api(api.base_url, other_project_key)
+
+    named = generate_name(api, thread.id, userKey=None)
+
+    assert named.status_code == 200, named.text
+    assert named.json()["name"] == "Bridges"
+    assert_problem(generate_name(elsewhere, thread.id, userKey=None), 404, "THREAD_NOT_FOUND")
+
+
+def test_without_a_user_it_is_refused_when_tokens_are_required(api, project):
+    from projects.config import ProjectSettings, project_settings_save
+
+    project_settings_save(project, ProjectSettings(token_required=True))
     thread, _ = conversation(project, ("user", "Bridges"))
 
-    assert_problem(generate_name(api, thread.id, userKey=None), 400, "VALIDATION_ERROR", field="userKey")
+    assert_problem(generate_name(api, thread.id, userKey=None), 401, "USER_TOKEN_REQUIRED")
 
 
 def test_it_needs_an_api_key(live_server_url, project):

@@ -202,14 +202,30 @@ def test_the_list_rejects_bad_paging(api, chat, params, code):
     assert_problem(api.get(v1_path(thread.id, answer.id), **params), 400, code)
 
 
-def test_it_needs_a_user_key(api, chat):
+def test_without_a_user_they_are_scoped_by_project_and_thread_as_on_the_reference(api, chat, other_project_key):
+    # @tambo-ai/client's generateSuggestions and listSuggestions send no userKey.
+    thread, answer = chat
+    elsewhere = Api(api.base_url, other_project_key)
+
+    generated = api.post(v1_path(thread.id, answer.id), {})
+    listed = api.get(v1_path(thread.id, answer.id), userKey=None)
+    legacy = api.get(legacy_path(thread.id, answer.id), userKey=None)
+
+    assert generated.status_code == 200, generated.text
+    ids = [s["id"] for s in generated.json()["suggestions"]]
+    assert ids and [s["id"] for s in listed.json()["suggestions"]] == ids
+    assert [s["id"] for s in legacy.json()] == ids
+    assert_problem(elsewhere.get(v1_path(thread.id, answer.id), userKey=None), 404, "THREAD_NOT_FOUND")
+
+
+def test_without_a_user_they_are_refused_when_tokens_are_required(api, chat, project):
+    from projects.config import ProjectSettings, project_settings_save
+
+    project_settings_save(project, ProjectSettings(token_required=True))
     thread, answer = chat
 
-    assert_problem(api.post(v1_path(thread.id, answer.id), {}), 400, "VALIDATION_ERROR", field="userKey")
-    assert_problem(api.get(v1_path(thread.id, answer.id), userKey=None), 400, "VALIDATION_ERROR",
-                   field="userKey")
-    assert_problem(api.get(legacy_path(thread.id, answer.id), userKey=None), 400, "VALIDATION_ERROR",
-                   field="userKey")
+    assert_problem(api.post(v1_path(thread.id, answer.id), {}), 401, "USER_TOKEN_REQUIRED")
+    assert_problem(api.get(legacy_path(thread.id, answer.id), userKey=None), 401, "USER_TOKEN_REQUIRED")
 
 
 def test_it_needs_an_api_key(live_server_url, chat):

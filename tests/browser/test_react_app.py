@@ -19,8 +19,11 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
+import requests
 from django.core.management import call_command
 from playwright.sync_api import expect
+
+from projects.config import ProjectSettings, project_settings_save
 
 from tests.browser.conftest import SCREENSHOTS
 from tests.conftest import Api, require_part
@@ -28,7 +31,7 @@ from tests.support.fake_openai import FakeOpenAI, Text
 from tests.support.images import png
 from tests.support.live import openai_live_server
 from tests.support.static_http import StaticServer
-from tests.support.user_tokens import JwksServer, rsa_key, sign_rs256
+from tests.support.user_tokens import JwksServer, access_token, rsa_key, sign_rs256
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
@@ -338,11 +341,17 @@ def test_a_react_app_with_a_user_key_chats_runs_tools_renders_components_and_reo
     assert all("userKey=react-alice" in r["url"] for r in recorder.requests if r["url"].startswith("/v1/"))
 
 
-def test_a_react_app_with_a_user_token_does_the_same_as_its_token_user(
-        react_page, app_origin, live_server_url, api_key, token_project):
+def test_a_react_app_with_a_user_token_does_the_same_as_its_token_user_in_a_token_required_project(
+        react_page, app_origin, live_server_url, api_key, token_project, project):
     page, recorder = react_page
-    api = Api(live_server_url, api_key, user_key=TOKEN_USER)
+    # tokenRequired: a userKey is refused (docs/abuse-and-limits.md), so the test reads the stored
+    # state as the token's user too, with a bearer of its own.
+    project_settings_save(project, ProjectSettings(token_required=True))
     token = sign_rs256(token_project, kid="react-test-key", user=TOKEN_USER)
+    api = Api(live_server_url, api_key, user_key=None)
+    api.session.headers["Authorization"] = f"Bearer {access_token(live_server_url, api_key, token)}"
+    assert requests.get(live_server_url + "/v1/threads", params={"userKey": TOKEN_USER}, timeout=30,
+                        headers={"x-api-key": api_key}).json()["code"] == "USER_TOKEN_REQUIRED"
     open_app(page, app_origin, live_server_url, api_key, userToken=token)
 
     run_everything(page, recorder, api)

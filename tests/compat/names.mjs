@@ -7,12 +7,12 @@
 // With no scenario names it runs them all; one JSON line per scenario
 // `{"scenario": name, "ok": true|false, ...facts | "error": message}`; exit 1 if any failed.
 //
-// `TamboClient.generateThreadName`, `generateSuggestions` and `listSuggestions` send no `userKey` (the
-// client relies on a bearer token there), and the server refuses a request without an end-user identity
-// (docs/protocol.md#identity-and-auth), as the reference server does. Each scenario shows that refusal, then makes the same
-// SDK call through the client's own SDK instance (`client.getSdkClient()`) with the user named:
-// `contextKey` for `beta.threads.generateName` (the beta API's name for the user), `userKey` in the body
-// or query of the suggestion calls. `@tambo-ai/react` sends `userKey` itself on the /v1 suggestion calls.
+// `TamboClient.generateThreadName`, `generateSuggestions` and `listSuggestions` send no `userKey`: as on
+// the reference server, those thread-scoped calls work with the API key and the thread id alone
+// (docs/abuse-and-limits.md), except in a project with `tokenRequired` (scenario `user_less_refused`,
+// which reads the thread and message ids from TAMBO_THREAD_ID / TAMBO_MESSAGE_ID). The same SDK calls also work through
+// the client's own SDK instance (`client.getSdkClient()`) with the user named: `contextKey` for
+// `beta.threads.generateName`, `userKey` in the body or query of the suggestion calls.
 import assert from "node:assert/strict";
 import { TamboClient, toAvailableComponents } from "@tambo-ai/client";
 import TamboAI from "@tambo-ai/typescript-sdk";
@@ -65,20 +65,20 @@ async function rejection(promise) {
   return undefined;
 }
 
-/** The official call was refused for want of an end-user identity (400 VALIDATION_ERROR on userKey). */
-async function assertRefusedWithoutUserKey(promise, what) {
+/** The official call was refused because the project requires user tokens (401 USER_TOKEN_REQUIRED). */
+async function assertTokenRequired(promise, what) {
   const error = await rejection(promise);
-  assert.ok(error, `${what} without a userKey should be refused`);
-  assert.equal(error.status, 400, `${what}: expected status 400, got ${error.status} (${error.message})`);
-  assert.equal(error.error?.code, "VALIDATION_ERROR", `${what}: ${JSON.stringify(error.error)}`);
-  assert.equal(error.error?.field, "userKey", `${what}: ${JSON.stringify(error.error)}`);
+  assert.ok(error, `${what} without a user should be refused under tokenRequired`);
+  assert.equal(error.status, 401, `${what}: expected status 401, got ${error.status} (${error.message})`);
+  assert.equal(error.error?.code, "USER_TOKEN_REQUIRED", `${what}: ${JSON.stringify(error.error)}`);
 }
 
 const scenarios = {
   /** The name made by generate-name (the offline rule: the first user text, cut at a word) reaches the thread. */
   async generate_name() {
     const { client, thread } = await conversation("Plan a weekend in Lisbon with museums, seafood and old trams");
-    await assertRefusedWithoutUserKey(client.generateThreadName(thread.id), "TamboClient.generateThreadName");
+    // The client answers the name alone.
+    assert.equal(await client.generateThreadName(thread.id), "Plan a weekend in Lisbon with museums");
 
     const named = await client.getSdkClient().beta.threads.generateName(thread.id, { contextKey: USER_KEY });
     assert.equal(named.id, thread.id);
@@ -128,9 +128,9 @@ const scenarios = {
   /** TamboClient's own suggestion methods (the older /threads paths, a bare array). */
   async suggestions_client() {
     const { client, thread, assistant } = await conversation("Tell me about bridges");
-    await assertRefusedWithoutUserKey(client.generateSuggestions(assistant.id, thread.id, { maxSuggestions: 2 }),
-      "TamboClient.generateSuggestions");
-    await assertRefusedWithoutUserKey(client.listSuggestions(assistant.id, thread.id), "TamboClient.listSuggestions");
+    const userLess = await client.generateSuggestions(assistant.id, thread.id, { maxSuggestions: 2 });
+    assert.deepEqual(userLess.map((s) => s.title), ["Tell me more"], JSON.stringify(userLess));
+    assert.deepEqual(await client.listSuggestions(assistant.id, thread.id), userLess);
 
     const beta = client.getSdkClient().beta.threads.suggestions;
     const made = await beta.generate(assistant.id, { id: thread.id, maxSuggestions: 2, userKey: USER_KEY });
@@ -139,6 +139,18 @@ const scenarios = {
     const listed = await beta.list(assistant.id, { id: thread.id }, { query: { userKey: USER_KEY } });
     assert.deepEqual(listed, made);
     return { threadId: thread.id, messageId: assistant.id, suggestionIds: made.map((s) => s.id) };
+  },
+
+  /** Under tokenRequired the user-less calls are refused: a copied key reaches no thread with them. */
+  async user_less_refused() {
+    const client = newClient();
+    const threadId = process.env.TAMBO_THREAD_ID;
+    const messageId = process.env.TAMBO_MESSAGE_ID;
+    await assertTokenRequired(client.generateThreadName(threadId), "TamboClient.generateThreadName");
+    await assertTokenRequired(client.generateSuggestions(messageId, threadId, { maxSuggestions: 2 }),
+      "TamboClient.generateSuggestions");
+    await assertTokenRequired(client.listSuggestions(messageId, threadId), "TamboClient.listSuggestions");
+    return { threadId };
   },
 };
 

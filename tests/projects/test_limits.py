@@ -16,6 +16,7 @@ import requests
 from django.db import connection
 
 from projects.config import Limits, ProjectSettings, project_settings_save
+from projects.limit_models import LimitCounter
 from tests.support.live import LiveServer
 from tests.support.problems import assert_problem
 from tests.support.sse import read_events, types
@@ -98,8 +99,13 @@ def test_of_a_thousand_concurrent_runs_exactly_the_limit_start(servers, api_key,
     with ThreadPoolExecutor(max_workers=64) as pool:
         statuses = list(pool.map(lambda i: start_run(servers[i % 2], api_key).status_code, range(RACERS)))
 
-    assert statuses.count(200) == 37
-    assert statuses.count(429) == RACERS - 37
+    # Counted per minute window of the database's clock: on a loaded machine the race can outlast the
+    # minute it started in, and the next window lets in its own 37.
+    windows = list(LimitCounter.objects.filter(kind="runs", user_key="alice").order_by("window_start")
+                   .values_list("count", flat=True))
+    assert windows and all(count <= 37 for count in windows) and windows[0] == 37
+    assert statuses.count(200) == sum(windows)
+    assert statuses.count(429) == RACERS - sum(windows)
 
 
 @pytest.mark.parametrize("limits", [{"runsPerMinute": -1}, {"tokensPerDay": 1.5}, {"runsPerMinutePerUser": "5"},
@@ -134,3 +140,24 @@ def test_generate_name_and_the_gateway_count_against_the_project_rate(live_serve
     assert gateway.status_code == 429
     assert gateway.json()["error"]["code"] == "rate_limited"
     assert 1 <= int(gateway.headers["Retry-After"]) <= 60
+
+
+@pytest.mark.both_dbs
+def test_old_counters_are_pruned_in_one_statement(project, settings, django_assert_num_queries):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from projects.limit_models import LimitCounter
+    from projects.limits import counters_prune
+
+    now = timezone.now()
+    rows = {"runs-now": ("runs", now), "runs-2-days": ("runs", now - timedelta(days=2)),
+            "tokens-2-days": ("tokens", now - timedelta(days=2)), "tokens-91-days": ("tokens", now - timedelta(days=91))}
+    for name, (kind, start) in rows.items():
+        LimitCounter.objects.create(project=project, user_key=name, kind=kind, window_start=start, count=1)
+
+    with django_assert_num_queries(1):
+        counters_prune(older_than_days=90)
+
+    assert sorted(LimitCounter.objects.values_list("user_key", flat=True)) == ["runs-now", "tokens-2-days"]

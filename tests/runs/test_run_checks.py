@@ -183,7 +183,7 @@ def test_it_rejects_tool_results_on_a_new_thread_without_creating_it(runs: Runs,
 
 
 def test_it_rejects_a_previous_run_id_on_a_new_thread_without_creating_it(runs: Runs, api):
-    initial = [{"role": "system", "content": [{"type": "text", "text": "Be brief."}]}]
+    initial = [{"role": "assistant", "content": [{"type": "text", "text": "Hi, how can I help?"}]}]
     response = runs.post_new("hello", previousRunId="run_made_up", thread={"initialMessages": initial})
     assert_problem(response, 400, "INVALID_PREVIOUS_RUN")
     assert thread_ids(api) == []

@@ -1,0 +1,103 @@
+"""OpenID Connect discovery: a project's user-token JWKS found from its issuer alone (spec section 18).
+
+Clerk, Auth0, Google or Keycloak apps know their issuer, not its JWKS URL: the URL is the `jwks_uri` of
+`<issuer>/.well-known/openid-configuration` (OpenID Connect Discovery 1.0, section 4). The document is
+fetched once per issuer and process and kept `DISCOVERY_LIFESPAN` seconds; the key set itself is then
+fetched and cached like a configured JWKS URL (projects/user_tokens.py).
+
+Only https issuers are followed (plain http is allowed for loopback addresses, which tests and local
+identity providers use): a discovery document over plain http could be replaced on the way and name an
+attacker's keys. Every failure is a clear refusal of the exchange, never a hang or a 500.
+"""
+from __future__ import annotations
+
+import ipaddress
+import json
+import threading
+import time
+from urllib.parse import urlsplit
+
+import requests
+from django.conf import settings
+
+DISCOVERY_PATH = "/.well-known/openid-configuration"
+DISCOVERY_LIFESPAN = 300.0
+MAX_DOCUMENT_BYTES = 100_000
+
+_cache: dict[str, tuple[float, str]] = {}
+_lock = threading.Lock()
+
+
+class DiscoveryFailed(Exception):
+    """Discovery did not give a usable JWKS URL; the message is safe to show the caller."""
+
+
+def _is_loopback(host: str | None) -> bool:
+    if not host:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def url_allowed(url: str) -> bool:
+    """https, or http to a loopback address."""
+    parts = urlsplit(url)
+    return parts.scheme == "https" or (parts.scheme == "http" and _is_loopback(parts.hostname))
+
+
+def jwks_url_discover(issuer: str) -> str:
+    """The JWKS URL the issuer's discovery document names. Raises DiscoveryFailed."""
+    issuer = issuer.strip()
+    if not url_allowed(issuer):
+        raise DiscoveryFailed("The project's user-token issuer must be an https:// URL for discovery.")
+    now = time.monotonic()
+    with _lock:
+        hit = _cache.get(issuer)
+    if hit is not None and hit[0] > now:
+        return hit[1]
+    url = _fetch(issuer)
+    with _lock:
+        _cache[issuer] = (now + DISCOVERY_LIFESPAN, url)
+    return url
+
+
+def _fetch(issuer: str) -> str:
+    where = issuer.rstrip("/") + DISCOVERY_PATH
+    timeout = float(getattr(settings, "USER_TOKEN_JWKS_TIMEOUT", 3))
+    try:
+        # No redirects: the document must be the issuer's own.
+        response = requests.get(where, timeout=timeout, allow_redirects=False, stream=True,
+                                headers={"Accept": "application/json"})
+        try:
+            body = response.raw.read(MAX_DOCUMENT_BYTES + 1, decode_content=True)
+        finally:
+            response.close()
+    except (requests.Timeout, TimeoutError):
+        raise DiscoveryFailed("The issuer's discovery document did not arrive in time; try again later.") from None
+    except (requests.RequestException, OSError) as exc:
+        if "timed out" in str(exc).lower():
+            raise DiscoveryFailed("The issuer's discovery document did not arrive in time; try again later.") from None
+        raise DiscoveryFailed("The issuer's discovery document could not be fetched; try again later.") from None
+    if response.status_code != 200:
+        raise DiscoveryFailed(f"The issuer's discovery document answered HTTP {response.status_code}.")
+    if len(body) > MAX_DOCUMENT_BYTES:
+        raise DiscoveryFailed("The issuer's discovery document is too large.")
+    try:
+        document = json.loads(body)
+    except ValueError:
+        raise DiscoveryFailed("The issuer's discovery document is not JSON (an HTML page?).") from None
+    if not isinstance(document, dict):
+        raise DiscoveryFailed("The issuer's discovery document is not a JSON object.")
+    if document.get("issuer") not in (None, issuer, issuer.rstrip("/"), issuer.rstrip("/") + "/"):
+        # OpenID Connect Discovery 4.3: the document must be for this very issuer.
+        raise DiscoveryFailed("The issuer's discovery document names another issuer.")
+    jwks_uri = document.get("jwks_uri")
+    if not isinstance(jwks_uri, str) or not jwks_uri.strip():
+        raise DiscoveryFailed("The issuer's discovery document has no jwks_uri.")
+    if not url_allowed(jwks_uri.strip()):
+        raise DiscoveryFailed("The issuer's jwks_uri must be an https:// URL.")
+    return jwks_uri.strip()
