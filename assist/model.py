@@ -6,6 +6,7 @@ from typing import Iterable
 from core.problems import Problem
 from providers import get_provider
 from providers.base import Completion, ModelError, ModelRequest
+from telemetry.calls import CallScope, complete_metered
 from threads.content import block_text
 from threads.models import Message
 
@@ -24,10 +25,11 @@ def model_problem(exc: ModelError) -> Problem:
     return Problem(502, exc.code, exc.message, **extra)
 
 
-async def model_complete(request: ModelRequest) -> Completion:
-    """The configured provider's answer; raises Problem (429/502) when the model fails."""
+async def model_complete(request: ModelRequest, *, scope: CallScope) -> Completion:
+    """The configured provider's answer, its usage recorded under `scope`; raises Problem (429/502)
+    when the model fails."""
     try:
-        return await get_provider().complete(request)
+        return await complete_metered(get_provider().complete, request, scope=scope)
     except ModelError as exc:
         raise model_problem(exc) from exc
 

@@ -9,6 +9,7 @@ from core.problems import Problem, validation_error
 from projects.models import Project
 from providers.base import ModelRequest, ModelTask
 from providers.offline_tasks import cut_at_word
+from telemetry.calls import CallScope
 from threads.models import Message, Thread
 from threads.selectors import thread_get
 
@@ -41,7 +42,8 @@ async def thread_name_generate(*, project: Project, user_key: str, thread_id: st
                   {"role": "user", "content": f"The conversation:\n\n{conversation}"}],
         task=ModelTask("thread_name", {"firstUserText": first_text}),
     )
-    name = title_from_reply((await model_complete(request)).text)
+    scope = CallScope(project=project, user_key=user_key, kind="name", thread_id=thread.id)
+    name = title_from_reply((await model_complete(request, scope=scope)).text)
     if not name:
         raise Problem(502, "LLM_SERVER_ERROR", "The model gave no name for the thread.",
                       category="server_error", isRetryable=True)

@@ -19,6 +19,7 @@ from core.db import db_call
 from core.problems import Problem
 from projects.models import Project
 from providers.base import ModelRequest, ModelTask
+from telemetry.calls import CallScope
 from threads.cursors import keyset_page
 from threads.models import Message, Suggestion
 from threads.selectors import thread_get
@@ -91,13 +92,14 @@ async def suggestion_generate(*, project: Project, user_key: str, thread_id: str
             "lastUserText": last_user,
         }),
     )
-    drafts = await _drafts(request)
+    drafts = await _drafts(request, CallScope(project=project, user_key=user_key, kind="suggestions",
+                                              thread_id=message.thread_id))
     return await db_call(suggestion_replace, message=message, drafts=drafts[:max_suggestions])
 
 
-async def _drafts(request: ModelRequest) -> list[DraftSuggestion]:
+async def _drafts(request: ModelRequest, scope: CallScope) -> list[DraftSuggestion]:
     for attempt in range(1, ATTEMPTS + 1):
-        reply = (await model_complete(request)).text
+        reply = (await model_complete(request, scope=scope)).text
         try:
             parsed = json.loads(_unfenced(reply))
             # A bare array (what some servers answer without JSON mode) is read as the suggestions.
