@@ -1,4 +1,4 @@
-"""Thread names: one short model call turns the start of a conversation into a title (spec section 11)."""
+"""Thread names: one short model call turns the start of a conversation into a title (docs/protocol.md#thread-names-and-suggestions)."""
 from __future__ import annotations
 
 from django.utils import timezone
@@ -9,7 +9,6 @@ from core.problems import Problem, validation_error
 from projects.models import Project
 from providers.base import ModelRequest, ModelTask
 from providers.offline_tasks import cut_at_word
-from telemetry.calls import CallScope
 from threads.models import Message, Thread
 from threads.selectors import thread_get
 
@@ -42,8 +41,7 @@ async def thread_name_generate(*, project: Project, user_key: str, thread_id: st
                   {"role": "user", "content": f"The conversation:\n\n{conversation}"}],
         task=ModelTask("thread_name", {"firstUserText": first_text}),
     )
-    scope = CallScope(project=project, user_key=user_key, kind="name", thread_id=thread.id)
-    name = title_from_reply((await model_complete(request, scope=scope)).text)
+    name = title_from_reply((await model_complete(request, project=project, user_key=user_key)).text)
     if not name:
         raise Problem(502, "LLM_SERVER_ERROR", "The model gave no name for the thread.",
                       category="server_error", isRetryable=True)

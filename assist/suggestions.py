@@ -1,4 +1,4 @@
-"""Suggested next user messages for an assistant message (spec section 11).
+"""Suggested next user messages for an assistant message (docs/protocol.md#thread-names-and-suggestions).
 
 The model is asked for a JSON object; its reply is validated with `DraftReply`, asked once more when
 it does not validate, and refused (502 LLM_SERVER_ERROR) when the second reply does not either.
@@ -19,7 +19,6 @@ from core.db import db_call
 from core.problems import Problem
 from projects.models import Project
 from providers.base import ModelRequest, ModelTask
-from telemetry.calls import CallScope
 from threads.cursors import keyset_page
 from threads.models import Message, Suggestion
 from threads.selectors import thread_get
@@ -92,14 +91,14 @@ async def suggestion_generate(*, project: Project, user_key: str, thread_id: str
             "lastUserText": last_user,
         }),
     )
-    drafts = await _drafts(request, CallScope(project=project, user_key=user_key, kind="suggestions",
-                                              thread_id=message.thread_id))
+    drafts = await _drafts(request, project=project, user_key=user_key)
     return await db_call(suggestion_replace, message=message, drafts=drafts[:max_suggestions])
 
 
-async def _drafts(request: ModelRequest, scope: CallScope) -> list[DraftSuggestion]:
+async def _drafts(request: ModelRequest, *, project: Project, user_key: str | None) -> list[DraftSuggestion]:
     for attempt in range(1, ATTEMPTS + 1):
-        reply = (await model_complete(request, scope=scope)).text
+        # One request counts once against the run rates; every reply's tokens count.
+        reply = (await model_complete(request, project=project, user_key=user_key, admit=attempt == 1)).text
         try:
             parsed = json.loads(_unfenced(reply))
             # A bare array (what some servers answer without JSON mode) is read as the suggestions.

@@ -1,4 +1,4 @@
-"""Thread names and suggestions over HTTP (spec sections 2 and 11). Thin: parse, call a service, render.
+"""Thread names and suggestions over HTTP (docs/protocol.md#endpoints and #thread-names-and-suggestions). Thin: parse, call a service, render.
 
 Async views, because each waits on a model: a sync view would hold a worker thread and its
 database connection for the whole call; their few database calls go to the bounded database

@@ -1,4 +1,4 @@
-"""Capacity benchmarks (spec section 8): `bin/bench pipeline | concurrency N | per-run`.
+"""Capacity benchmarks (docs/protocol.md#design-for-scale): `bin/bench pipeline | concurrency N | per-run`.
 
 Not tests: they print numbers for the README's table. Each starts what it needs and stops it:
 the app under uvicorn (a subprocess), a throwaway PostgreSQL cluster (tests/support/pg_cluster.py,

@@ -1,4 +1,4 @@
-"""`bin/bench props`: CPU time to stream a large component's props as JSON Patch (spec section 8).
+"""`bin/bench props`: CPU time to stream a large component's props as JSON Patch (docs/protocol.md#design-for-scale).
 
 Feeds a JSON document of about 200 KB to `PropsStream` in 8-character fragments, as a model's
 tool-call arguments arrive, and prints the CPU time in all and for the slowest fragment (the

@@ -1,4 +1,4 @@
-"""`bin/bench resume [--runs 100] [--delay 0.05]`: resumable runs across two processes (spec section 12).
+"""`bin/bench resume [--runs 100] [--delay 0.05]`: resumable runs across two processes (docs/protocol.md#resumable-runs).
 
 Starts a throwaway PostgreSQL cluster logging every statement (tests/support/pg_cluster.py) and two
 uvicorn processes A and B on it. Starts `runs` runs on A together (offline model, `delay` seconds

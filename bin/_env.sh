@@ -8,16 +8,17 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PY" -m venv "$VENV"
 fi
 # Reinstall only when a pyproject.toml changed since the last install.
-STAMP="$VENV/.installed-$(cat pyproject.toml clientsdk/pyproject.toml | sha1sum | cut -c1-12)-${1:-base}"
+STAMP="$VENV/.installed-$(cat pyproject.toml setup.py clientsdk/pyproject.toml | sha1sum | cut -c1-12)-${1:-base}"
 if [ ! -f "$STAMP" ]; then
   "$VENV/bin/pip" install -q --upgrade pip >/dev/null 2>&1 || true
-  # The client is its own distribution, not on PyPI; the server depends on it, so it goes in first.
-  "$VENV/bin/pip" install -q -e ./clientsdk
+  # The server brings the client (./clientsdk) as a path dependency (setup.py); for development the
+  # client is then installed editable over it, so that edits to either are live.
   if [ "${1:-base}" = "test" ]; then
     "$VENV/bin/pip" install -q -e ".[test]"
   else
     "$VENV/bin/pip" install -q -e .
   fi
+  "$VENV/bin/pip" install -q --no-deps -e ./clientsdk
   touch "$STAMP"
 fi
 export PATH="$VENV/bin:$PATH"

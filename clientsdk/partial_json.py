@@ -1,7 +1,7 @@
 """A tolerant parser for a prefix of a JSON document: the one both sides of the wire use.
 
 Tool-call arguments arrive from the model a few characters at a time. To stream component props
-(spec section 6) the server needs, after every fragment, the value that the text received so far
+(docs/protocol.md#components) the server needs, after every fragment, the value that the text received so far
 already determines (`tools/props_stream.py` feeds a `PartialParser`, so 200 KB of props are not
 re-parsed per fragment); the client shows streamed tool-call arguments the same way
 (`clientsdk.snapshot`). It lives in the client's distribution, which the server depends on, and

@@ -94,7 +94,7 @@ class Messages(_Resource):
 
 
 class Suggestions(_Resource):
-    """Suggested next user messages for an assistant message (spec section 11)."""
+    """Suggested next user messages for an assistant message (docs/protocol.md#thread-names-and-suggestions)."""
 
     def create(self, thread_id: str, message_id: str, *, max_suggestions: int | None = None,
                available_components: list[dict[str, Any]] | None = None) -> SuggestionPage:
@@ -139,7 +139,7 @@ class Threads(_Resource):
         return self._core.request_model("GET", path, ThreadWithMessages, params={"userKey": self._user_key})
 
     def update(self, thread_id: str, *, name: str | None = None, metadata: dict[str, Any] | None = None) -> Thread:
-        # userKey goes in the query (spec section 2), so the body is the update alone.
+        # userKey goes in the query (docs/protocol.md#endpoints), so the body is the update alone.
         body = wire.UpdateThreadBody.body(name=name, metadata=metadata)
         path = f"/v1/threads/{_seg(thread_id)}"
         return self._core.request_model("PATCH", path, Thread, params={"userKey": self._user_key}, json=body)
@@ -187,7 +187,7 @@ class Runs(_Resource):
         return stream
 
     def events(self, thread_id: str, run_id: str, *, after: int | str | None = None) -> Stream:
-        """Read a run's events (spec section 12): those after event id `after` (all without it),
+        """Read a run's events (docs/protocol.md#resumable-runs): those after event id `after` (all without it),
         then the live ones until the run ends. Not retried here (the resuming stream retries).
 
         Raises NotFoundError (404 RUN_NOT_FOUND) for an unknown run, another user's, or one that

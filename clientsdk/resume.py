@@ -1,4 +1,4 @@
-"""A run's event stream that survives a dropped connection (spec section 12).
+"""A run's event stream that survives a dropped connection (docs/protocol.md#resumable-runs).
 
 The server numbers a run's events (`id: 1, 2, 3 …`) and keeps them while the run lives and five
 minutes after. `ResumingStream` reads one run from a first `Stream` (the run's own answer, or the

@@ -9,7 +9,7 @@ A RUN_ERROR event is yielded like any other event: this layer reports what the s
 loop (`clientsdk.tool_loop`) is the layer that turns it into a `RunError`.
 
 `last_event_id` is the SSE `id:` of the event last yielded (the server numbers a run's events 1, 2,
-3 …; spec section 12); a reader that lost its connection sends it back as `Last-Event-ID`.
+3 …; docs/protocol.md#resumable-runs); a reader that lost its connection sends it back as `Last-Event-ID`.
 """
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ server tool's result.
 
 With `resume=True` each run is started with `onDisconnect: "continue"` and read through a
 `ResumingStream`: a connection that drops while the run is alive is picked up again from the run's
-events route (spec section 12), and the caller still sees every event once. A joined run
+events route (docs/protocol.md#resumable-runs), and the caller still sees every event once. A joined run
 (`Client.join`) is read the same way, but it belongs to whoever started it: the loop never runs
 its tools nor continues it.
 """

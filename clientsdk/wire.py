@@ -18,13 +18,13 @@ class WireModel(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
 
     def wire(self) -> dict[str, Any]:
-        """The JSON-ready dict: camelCase keys, absent values omitted (spec section 2)."""
+        """The JSON-ready dict: camelCase keys, absent values omitted (docs/protocol.md#endpoints)."""
         return self.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
 class RequestModel(WireModel):
     # Requests are validated strictly: "5" is not a number and 1 is not a string. Unknown fields are
-    # ignored (spec section 3) so newer clients keep working.
+    # ignored (docs/protocol.md#starting-a-run) so newer clients keep working.
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", strict=True)
 
     @classmethod
@@ -37,13 +37,13 @@ class RequestModel(WireModel):
         return cls.model_validate({name: value for name, value in fields.items() if value is not None}).wire()
 
 
-# --- Tambo's own AG-UI events (CUSTOM events, spec sections 4 and 6) ----------------------------------------
+# --- Tambo's own AG-UI events (CUSTOM events, docs/protocol.md#the-event-stream and #components) ----------------------
 
 AWAITING_INPUT = "tambo.run.awaiting_input"
 COMPONENT_START = "tambo.component.start"
 COMPONENT_PROPS_DELTA = "tambo.component.props_delta"
 COMPONENT_END = "tambo.component.end"
-# Resumable runs (spec section 12): the last event of a reader that fell behind, with no `id:` line;
+# Resumable runs (docs/protocol.md#resumable-runs): the last event of a reader that fell behind, with no `id:` line;
 # `value.lastEventId` is where to resume.
 STREAM_LAGGED = "tambo.stream.lagged"
 
@@ -129,6 +129,9 @@ class Message(WireModel):
     metadata: dict[str, Any] | None = None
     parent_message_id: str | None = None
     is_cancelled: bool | None = None
+    # The model's reasoning before the answer, as @tambo-ai/client names it (spec section 16).
+    reasoning: list[str] | None = None
+    reasoning_duration_ms: int | None = Field(default=None, alias="reasoningDurationMS")
 
 
 class ThreadWithMessages(Thread):
@@ -211,7 +214,9 @@ class AvailableComponent(RequestModel):
 
 
 class ClientTool(RequestModel):
-    name: Annotated[str, StringConstraints(pattern=r"^[a-zA-Z0-9_-]{1,64}$")]
+    # Any non-empty name (browser MCP tools are named like `github__search.repos`): providers are
+    # sent a safe alias (providers/tool_names.py), the client always sees its own name.
+    name: Annotated[str, StringConstraints(min_length=1, max_length=200)]
     description: str = ""
     input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
     output_schema: dict[str, Any] | None = None
@@ -236,7 +241,7 @@ class CreateRunBody(RequestModel):
     temperature: Annotated[float, Field(ge=0, le=2)] | None = None
     run_metadata: dict[str, Any] | None = None
     # "continue": the run goes on to its end when the client goes away; its events can be read
-    # again from GET …/runs/{runId}/events (spec section 12). "cancel" (or none: the reference's behaviour) cancels it.
+    # again from GET …/runs/{runId}/events (docs/protocol.md#resumable-runs). "cancel" (or none: the reference's behaviour) cancels it.
     on_disconnect: Literal["cancel", "continue"] | None = None
 
 
@@ -257,7 +262,7 @@ class ComponentStateBody(RequestModel):
     patch: list[dict[str, Any]] | None = None
 
 
-# --- Thread names and suggestions (spec section 11) ------------------------------------------------
+# --- Thread names and suggestions (docs/protocol.md#thread-names-and-suggestions) -------------------------------------
 
 class NamedThread(Thread):
     """The answer of `POST /threads/{threadId}/generate-name`: a Thread with its project, as the SDK reads it."""

@@ -1,4 +1,4 @@
-"""Errors as RFC 9457 problems (`application/problem+json`), spec section 7.
+"""Errors as RFC 9457 problems (`application/problem+json`), docs/protocol.md#errors.
 
 Service functions raise `Problem`; every entry point (DRF views, the async SSE views, middleware)
 turns it into the same answer. No answer ever carries a stack trace or an exception's own text.
@@ -36,7 +36,7 @@ _TITLES = {
 
 
 class Problem(Exception):
-    """A client-visible error with a stable `code` (spec section 7)."""
+    """A client-visible error with a stable `code` (docs/protocol.md#errors)."""
 
     def __init__(self, status: int, code: str, detail: str, **extra: Any):
         super().__init__(detail)
@@ -58,6 +58,11 @@ def is_database_unavailable(exc: BaseException) -> bool:
     except ImportError:  # pragma: no cover - SQLite-only installs
         return False
     return isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError))
+
+
+# The Retry-After of a 409 for a thread another run holds: runs are seconds long, and a client that
+# waits on its own (the official ones retry on Retry-After) should look again soon.
+BUSY_RETRY_AFTER = 1
 
 
 class DatabaseUnavailable(Problem):

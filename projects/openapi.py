@@ -1,4 +1,4 @@
-"""The OpenAPI description of identity by token (spec section 10): `POST /oauth/token` and the bearer scheme.
+"""The OpenAPI description of identity by token (docs/protocol.md#identity-by-token): `POST /oauth/token` and the bearer scheme.
 
 `/oauth/token` is a plain Django view answering in OAuth's shape (projects/oauth.py), which
 drf-spectacular cannot see; tambo_project/openapi.py, which assembles the whole document, adds what is

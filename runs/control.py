@@ -9,7 +9,7 @@ The watcher is one task per process, started by the first API request or run. Ev
 RUN_WATCH_INTERVAL seconds it renews the leases of all runs this process streams with one UPDATE,
 looks for cancels requested through the database with one SELECT, checkpoints the in-progress text
 of the runs whose text changed (at most once a second per run) with one UPDATE, and records the
-threads whose lease expired anywhere with one statement (spec sections 8 and 14: batched, never
+threads whose lease expired anywhere with one statement (docs/protocol.md#design-for-scale and #after-a-crash: batched, never
 one query per run), and now and then removes the event-log rows of runs whose replay window closed
 (runs/stream/event_log.py). It also starts the task that writes the runs' events to the event log on its
 own, faster pace (runs/stream/feeds.py), and asks for a poll of the runs followed from other processes
@@ -42,6 +42,8 @@ _DONE = object()
 _CANCELLED = object()
 _YIELD_EVERY = 16
 CHECKPOINT_INTERVAL = 1.0  # seconds: the in-progress text of a run is checkpointed at most this often
+# The cancel reason of the runs a shutting-down process ends: they fail retryably instead of cancelling.
+SHUTDOWN_REASON = "shutdown"
 
 
 class RunCancelled(Exception):
@@ -184,6 +186,18 @@ class Watcher:
     def cancel_local(self, run_id: str, reason: str) -> bool:
         control = self.controls.get(run_id)
         return control.cancel(reason) if control is not None else False
+
+    def drain(self) -> int:
+        """Ends every run this process streams as the process shuts down (a retryable RUN_ERROR, see
+        runs/loop.py); returns how many were told. The watcher keeps renewing their leases meanwhile."""
+        return sum(control.cancel(SHUTDOWN_REASON) for control in list(self.controls.values()))
+
+    async def stop(self) -> None:
+        """Stops the watcher task (at the process's shutdown, once the runs have ended)."""
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
 
     async def _loop(self) -> None:
         while True:

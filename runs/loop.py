@@ -17,9 +17,12 @@ from ag_ui.core import (BaseEvent, CustomEvent, RunErrorEvent, RunFinishedEvent,
 from clientsdk import wire
 from core.db import db_call
 from core.problems import is_database_unavailable
+from projects.config import project_settings
+from projects.limits import budget_check
 from providers.base import ModelError, ModelRequest, Provider, StepEnd
-from runs import services
-from runs.control import RunCancelled, RunControl
+from providers.tool_names import ToolAliases
+from runs import context_budget, services
+from runs.control import SHUTDOWN_REASON, RunCancelled, RunControl
 from runs.history import build_model_messages, component_result_text, result_text
 from runs.lock import LEASE_EXPIRED_CODE
 from runs.recovery import settle
@@ -34,6 +37,7 @@ log = logging.getLogger(__name__)
 
 MAX_STEPS = 50
 UNAVAILABLE_CODE = "SERVICE_UNAVAILABLE"  # the database went away during the run (retryable)
+SHUTDOWN_CODE, SHUTDOWN_MESSAGE = "SERVER_SHUTTING_DOWN", "The server is shutting down; run it again."
 
 
 async def advance(started: StartedRun, control: RunControl, provider: Provider) -> AsyncIterator[BaseEvent]:
@@ -82,15 +86,18 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
     try:
         # run_start took the lock straight into STREAMING and read the project's tools with it.
         toolbox = await _toolbox(started)
-        messages = build_model_messages(thread.project.system_prompt, started.history)
+        messages = build_model_messages(thread.project.system_prompt, started.history,
+                                        allow_override=project_settings(thread.project).allow_system_prompt_override)
         for _ in range(MAX_STEPS):
             persisted = None  # a cancel from here on leaves the previous, finished step alone
             control.check()
+            budget_check(started.budget, run.usage)
             step = control.step = Step(message_id=services.message_id_new(), toolbox=toolbox)
             async for event in _model_step(step, messages, started, provider, control):
                 yield event
             await db_call(services.step_persist, thread=thread, run=run, message_id=step.message_id,
-                          content=step.content(), cancelled=False)
+                          content=step.content(), cancelled=False, reasoning=step.reasoning.texts(),
+                          reasoning_duration_ms=step.reasoning.duration_ms)
             persisted, step = step, None
             control.step = None  # stored: nothing left to checkpoint or to store after a crash
             messages.append(persisted.model_message())
@@ -107,8 +114,11 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
                 yield RunFinishedEvent(thread_id=thread.id, run_id=run.id) if released else _lost_lock()
                 return
         raise ModelError("LLM_CLIENT_ERROR", "The model kept calling tools without answering.", retryable=False)
-    except RunCancelled:
-        async for event in _end_cancelled(started, control, step, persisted):
+    except RunCancelled as exc:
+        # A process shutting down fails its runs retryably: the client may run them again at once.
+        ending = (_end_failed(started, control, step, SHUTDOWN_CODE, SHUTDOWN_MESSAGE, "server_error", True)
+                  if exc.reason == SHUTDOWN_REASON else _end_cancelled(started, control, step, persisted))
+        async for event in ending:
             yield event
     except ModelError as exc:
         async for event in _end_failed(started, control, step, exc.code, exc.message, exc.category, exc.retryable):
@@ -167,25 +177,36 @@ async def _model_step(step: Step, messages: list[dict], started: StartedRun, pro
                       control: RunControl) -> AsyncIterator[BaseEvent]:
     body = started.body
     tool_choice = body.tool_choice
+    label = context_budget.label_of(provider)
+    sent = context_budget.fit(messages, started.context_budget, label)
     request = ModelRequest(
-        messages=list(messages), tools=step.toolbox.model_tools(),
+        messages=list(sent), tools=step.toolbox.model_tools(),
         tool_choice=tool_choice if isinstance(tool_choice, str) or tool_choice is None else {"name": tool_choice.name},
         model=body.model, max_tokens=body.max_tokens, temperature=body.temperature,
     )
+    # Client tool names the providers refuse go as aliases; the events keep the client's names.
+    aliases = ToolAliases([tool.name for tool in request.tools])
     meter = meter_of(started.run)
-    with tracing.model_span(meter, body.model) as span:
-        async for delta in control.stream(provider.stream(request)):
-            if isinstance(delta, StepEnd):
-                step.finish_reason = delta.finish_reason
-                tracing.model_span_result(span, finish_reason=delta.finish_reason, usage=delta.usage)
-                if delta.usage:
-                    # Kept on the run in memory; the run's end writes it.
-                    started.run.usage = services.usage_add(started.run.usage, delta.usage)
-                continue
-            if meter is not None and meter.first_output_at is None:
-                meter.mark_first_output()  # the time to first token: once per run, one test per delta after
-            for event in step.on_delta(delta):
-                yield event
+    try:
+        with tracing.model_span(meter, body.model) as span:
+            async for delta in control.stream(provider.stream(aliases.request(request))):
+                delta = aliases.delta(delta)
+                if isinstance(delta, StepEnd):
+                    step.finish_reason = delta.finish_reason
+                    tracing.model_span_result(span, finish_reason=delta.finish_reason, usage=delta.usage)
+                    if delta.usage:
+                        # Kept on the run in memory; the run's end writes it.
+                        started.run.usage = services.usage_add(started.run.usage, delta.usage)
+                        if label and delta.usage.get("prompt_tokens"):
+                            context_budget.calibrate(label, sent, delta.usage["prompt_tokens"])
+                    continue
+                if meter is not None and meter.first_output_at is None:
+                    meter.mark_first_output()  # the time to first token: once per run, one test per delta after
+                for event in step.on_delta(delta):
+                    yield event
+    finally:
+        # Which model answered (and the fallbacks on the way) is stored with how the run ends.
+        services.run_note_model(run=started.run, models=provider)
     for event in step.finish():
         yield event
 
@@ -252,9 +273,11 @@ async def _save_partial(started: StartedRun, step: Step | None, cancelled: bool,
     else:
         step.cancel()
         step_content, message_id = step.content(), step.message_id
-    if step_content or cancelled:
+    reasoning = step.reasoning.texts() if step is not None else None
+    if step_content or cancelled or reasoning:
         await db_call(services.step_persist, thread=started.thread, run=started.run, message_id=message_id,
-                      content=step_content, cancelled=cancelled)
+                      content=step_content, cancelled=cancelled, reasoning=reasoning,
+                      reasoning_duration_ms=step.reasoning.duration_ms if step is not None else None)
 
 
 async def _end_cancelled(started: StartedRun, control: RunControl, step: Step | None,

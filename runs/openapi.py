@@ -16,7 +16,7 @@ from core.problems import PROBLEM_CONTENT_TYPE
 
 AG_UI_EVENTS = """\
 The answer is a stream of [AG-UI](https://docs.ag-ui.com) events, one per SSE message: a line
-`id: <n>` (1, 2, 3 … per run: the id to resume after, spec section 12), a line `data: <json>`, and a
+`id: <n>` (1, 2, 3 … per run: the id to resume after, docs/protocol.md#resumable-runs), a line `data: <json>`, and a
 blank line. Every event has `type` and `timestamp` (epoch milliseconds).
 
 - `RUN_STARTED {threadId, runId}`: always first.
@@ -44,7 +44,7 @@ _STREAM_EXAMPLE = (
 )
 
 RUN_EVENTS = """\
-The run's events (spec section 12), exactly as its own stream sent them, `id:` lines included:
+The run's events (docs/protocol.md#resumable-runs), exactly as its own stream sent them, `id:` lines included:
 those after the id in the `Last-Event-ID` header (or `?after=`; neither: all of them), then the live
 ones as the run produces them, until its last event (`RUN_FINISHED` or `RUN_ERROR`). Any number of
 readers, on any server process. A finished run can be replayed for `RUN_REPLAY_SECONDS` (300) after
@@ -156,7 +156,7 @@ def run_events_path() -> dict[str, Any]:
 AG_UI_PREFIX = "AgUi"
 
 AG_UI_ENDPOINT = """\
-An [AG-UI](https://docs.ag-ui.com) agent endpoint (spec section 13): the body is AG-UI's
+An [AG-UI](https://docs.ag-ui.com) agent endpoint (docs/protocol.md#the-ag-ui-endpoint): the body is AG-UI's
 `RunAgentInput`, the end user `forwardedProps.userKey` (or a bearer token's user). `threadId` is the
 client's own conversation id (created on first use, per user) or a server thread id `thr_…`. Messages
 already stored are skipped; new user messages are the turn; `tool` messages answer the pending calls;

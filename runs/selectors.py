@@ -27,7 +27,7 @@ class ReplayFacts:
 
 def run_replay_get(*, principal: Principal, thread_id: str, run_id: str, user_key_raw: object,
                    after: int = 0) -> ReplayFacts:
-    """The run `run_id` of the requester's thread `thread_id`, for reading its events (spec section 12).
+    """The run `run_id` of the requester's thread `thread_id`, for reading its events (docs/protocol.md#resumable-runs).
 
     404 RUN_NOT_FOUND for an unknown run, another user's or project's, and a run that ended more
     than RUN_REPLAY_SECONDS ago (its events are gone, or about to be).

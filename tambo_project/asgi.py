@@ -1,13 +1,11 @@
 """ASGI entry point: `uvicorn tambo_project.asgi:application`.
 
 Streaming runs are async views, so thousands of open SSE streams share one event loop instead of
-each holding a thread. Static files (the browser page's JS and CSS) are served by Django's ASGI
-static handler, which needs no build step; a large deployment can put a CDN or nginx in front.
+each holding a thread. Static files are served by WhiteNoise at the ASGI edge (static_files.py), the
+ASGI lifespan starts and stops what the process runs in the background (lifespan.py).
 """
 import os
 
-from django.conf import settings
-from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tambo_project.settings")
@@ -15,8 +13,9 @@ django_application = get_asgi_application()
 
 # The limit answers in the routes' own error shapes, built by modules that need Django set up first.
 from tambo_project.asgi_limits import BodySizeLimit  # noqa: E402
+from tambo_project.static_files import StaticFiles  # noqa: E402
 
-application = BodySizeLimit(ASGIStaticFilesHandler(django_application), settings.MAX_REQUEST_BYTES)
+application = BodySizeLimit(StaticFiles(django_application))
 
 from tambo_project import asgi_signals  # noqa: E402
 
@@ -34,3 +33,7 @@ from telemetry import metrics  # noqa: E402
 
 metrics.forget_dead_processes()  # a replaced worker's open streams are not open any more
 metrics.serve_metrics_port()
+
+from tambo_project.lifespan import Lifespan  # noqa: E402
+
+application = Lifespan(application)

@@ -1,4 +1,4 @@
-"""CORS for the API, so browser apps on other origins can use the official SDKs against us (spec section 9).
+"""CORS for the API, so browser apps on other origins can use the official SDKs against us (docs/protocol.md#cors-and-paths-outside-v1).
 
 Project API keys are public by design (they ship in browser apps) and end users are told apart by
 `userKey` or a bearer token, so cross-origin calls with an API key are the normal case. Credentials

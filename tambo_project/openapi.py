@@ -4,7 +4,7 @@ drf-spectacular describes the DRF views (threads, messages, component state) fro
 `extend_schema` and the pydantic wire models. `postprocess_v1_schema` adds what it cannot see: the
 run endpoints (runs/openapi.py), names and suggestions (assist/openapi.py), the token exchange
 (projects/openapi.py) and the chat-completions gateway (gateway/openapi.py), and the
-problem+json error answers every /v1 operation can give (spec section 7, core/openapi.py).
+problem+json error answers every /v1 operation can give (docs/protocol.md#errors, core/openapi.py).
 
 This module is imported by tambo_project/urls.py so the authentication extension is registered
 before the first schema is generated.

@@ -135,7 +135,7 @@ def test_a_component_registered_with_the_official_client_renders_and_keeps_its_s
     assert components[0]["state"] == {"expanded": True, "unit": "F", "pinned": 1}
 
 
-# --- userToken mode (spec section 10): the scenarios sign an HS256 user token for USER_KEY -------------
+# --- userToken mode (docs/protocol.md#identity-by-token): the scenarios sign an HS256 user token for USER_KEY ---------
 
 def run_token_scenario(name: str, base_url: str, api_key: str, project) -> dict:
     from tests.support.user_tokens import HS256_SECRET, configure_hs256

@@ -1,4 +1,4 @@
-"""Every /v1 error is application/problem+json, including the ones Django and DRF produce (spec section 7)."""
+"""Every /v1 error is application/problem+json, including the ones Django and DRF produce (docs/protocol.md#errors)."""
 import pytest
 import requests
 from django.conf import settings

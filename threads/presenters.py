@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 from clientsdk import wire
+from projects.identities import user_key_shown
 from threads.models import LEASE_EXPIRED_ERROR, Message, RunStatus, Suggestion, Thread
 
 
 def thread_to_wire(thread: Thread) -> wire.Thread:
     if thread.has_dead_run:
-        # Shown as it is, by any process, before anyone records it (spec section 14): the watcher
+        # Shown as it is, by any process, before anyone records it (docs/protocol.md#after-a-crash): the watcher
         # of some process, or the next run, records the same state in the database.
         return _wire(thread, run_status=RunStatus.IDLE, current_run_id=None, status_message=None,
                      last_run_cancelled=None, last_run_error=LEASE_EXPIRED_ERROR)
@@ -20,7 +21,7 @@ def _wire(thread: Thread, **run_state) -> wire.Thread:
     return wire.Thread(
         id=thread.id,
         name=thread.name,
-        user_key=thread.user_key,
+        user_key=user_key_shown(thread.user_key),
         **run_state,
         pending_tool_call_ids=thread.pending_tool_call_ids or None,
         last_completed_run_id=thread.last_completed_run_id,
@@ -42,7 +43,7 @@ def message_content(message: Message) -> list[dict]:
 
 def message_to_wire(message: Message) -> wire.Message:
     # A stored tool result is shown as an assistant message whose only block is the tool_result
-    # (spec section 2): the wire has no `tool` role.
+    # (docs/protocol.md#endpoints): the wire has no `tool` role.
     role = "assistant" if message.role == Message.Role.TOOL else message.role
     return wire.Message(
         id=message.id,
@@ -52,6 +53,8 @@ def message_to_wire(message: Message) -> wire.Message:
         metadata=message.metadata,
         parent_message_id=message.parent_message_id,
         is_cancelled=True if message.is_cancelled else None,
+        reasoning=message.reasoning or None,
+        reasoning_duration_ms=message.reasoning_duration_ms,
     )
 
 

@@ -1,4 +1,4 @@
-"""REST endpoints for threads and messages (spec section 2). Thin: parse, call a service, render."""
+"""REST endpoints for threads and messages (docs/protocol.md#endpoints). Thin: parse, call a service, render."""
 from __future__ import annotations
 
 from django.http import HttpResponse, JsonResponse

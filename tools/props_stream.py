@@ -1,4 +1,4 @@
-"""Component props streamed as RFC 6902 JSON Patch operations (spec section 6).
+"""Component props streamed as RFC 6902 JSON Patch operations (docs/protocol.md#components).
 
 The model streams a component's props as the JSON text of its tool-call arguments. After every
 fragment, `PropsStream.feed` returns the operations that turn the props the client has seen so

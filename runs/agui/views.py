@@ -1,4 +1,4 @@
-"""`POST /v1/agui`: a generic AG-UI client (`@ag-ui/client` HttpAgent…) drives a thread (spec section 13).
+"""`POST /v1/agui`: a generic AG-UI client (`@ag-ui/client` HttpAgent…) drives a thread (docs/protocol.md#the-ag-ui-endpoint).
 
 Decode and check the `RunAgentInput`, start the run through the same lock and storage as /v1, then
 stream the same advance loop, its events mapped to plain AG-UI (runs/agui/protocol.py).

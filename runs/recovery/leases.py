@@ -1,4 +1,4 @@
-"""What survives a crash (spec section 14): partial-text checkpoints and the record of expired leases.
+"""What survives a crash (docs/protocol.md#after-a-crash): partial-text checkpoints and the record of expired leases.
 
 Both are written by each process's watcher (runs/control.py), batched per tick:
 
@@ -13,7 +13,7 @@ Both are written by each process's watcher (runs/control.py), batched per tick:
 - Both ways of recording a dead run (the sweep, and `runs/lock.py` taking an expired lease over) end
   its logged events with a RUN_ERROR RUN_LEASE_EXPIRED (`log_dead_runs`, or the same rows in the
   sweep's statement on PostgreSQL), so readers following it from other processes and later replays
-  end the way the run did (spec section 12) instead of stopping without a terminal event.
+  end the way the run did (docs/protocol.md#resumable-runs) instead of stopping without a terminal event.
 
 A checkpoint's message id is the id the client saw in TEXT_MESSAGE_START, the one the run itself
 stores when the step ends; whoever stores a checkpoint skips it when a message with that id exists,
@@ -28,6 +28,7 @@ from django.db import connection, transaction
 from django.db.models import Case, Count, Max, Q, Value, When
 from django.utils import timezone
 
+from runs.lock import FINAL_RUN_STATUSES
 from runs.models import Run, RunEvent
 from runs.stream.event_log import CHANNEL, NOTIFY_LIMIT
 from runs.stream.sse import encode_event
@@ -78,6 +79,21 @@ def log_dead_runs(*, run_ids: list[str]) -> None:
         ids = ",".join(row.run_id for row in rows)
         with connection.cursor() as cursor:  # delivered when the caller's transaction commits
             cursor.execute("SELECT pg_notify(%s, %s)", [CHANNEL, ids if len(ids) <= NOTIFY_LIMIT else "*"])
+
+
+def dead_run_record(thread: Thread) -> None:
+    """Records the run of an expired lease that a new run takes over as failed, and stores its
+    checkpointed text as a cancelled assistant message (spec section 14). Registered with the lock
+    (runs/apps.py); called with the thread's row lock held."""
+    now = timezone.now()
+    dead = Run.objects.filter(id=thread.current_run_id).exclude(status__in=FINAL_RUN_STATUSES).first()
+    if dead is not None:
+        Run.objects.filter(id=dead.id).update(status=Run.Status.FAILED, error_code=LEASE_EXPIRED_CODE,
+                                              error_message=DEAD_RUN_MESSAGE, finished_at=now)
+        partial_store(thread=thread, run=dead)
+        log_dead_runs(run_ids=[dead.id])
+    thread.last_run_error = dict(LEASE_EXPIRED_ERROR)
+    thread.last_run_cancelled = None
 
 
 def partial_store(*, thread: Thread, run: Run) -> Message | None:

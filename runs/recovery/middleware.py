@@ -1,6 +1,6 @@
 """Starts this process's run watcher (runs/control.py) with the first request it serves.
 
-The watcher records the threads whose lease expired, whichever process held them (spec section 14),
+The watcher records the threads whose lease expired, whichever process held them (docs/protocol.md#after-a-crash),
 so it must run in every serving process, not only in those that happen to stream a run.
 """
 from __future__ import annotations

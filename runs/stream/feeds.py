@@ -1,4 +1,4 @@
-"""A run's events in memory, numbered, for its own stream and every reader in this process (spec section 12).
+"""A run's events in memory, numbered, for its own stream and every reader in this process (docs/protocol.md#resumable-runs).
 
 The process running a run appends each encoded event to the run's `Feed`. Events are *sealed*
 (numbered 1, 2, 3 … and framed with their `id:` line) when a reader takes them or the event log is
@@ -177,9 +177,25 @@ class Feed:
         wake.set()
 
 
+# An SSE comment: every client ignores it, and it keeps a proxy in front (nginx cuts a stream after
+# 60 s without a byte) from taking a run that waits on the model or a tool for a dead connection.
+KEEP_ALIVE = b": keep-alive\n\n"
+
+
+async def changed_within(feed: Feed, seconds: float) -> bool:
+    """Waits for `feed` to change, at most `seconds`; False when it did not (time for KEEP_ALIVE)."""
+    try:
+        async with asyncio.timeout(seconds):
+            await feed.changed()
+    except TimeoutError:
+        return False
+    return True
+
+
 async def read(feed: Feed, cursor: int) -> AsyncIterator[bytes]:
     """The frames of `feed` after id `cursor` as they come, until the run's last event; a reader that
-    falls behind what the feed keeps gets the `tambo.stream.lagged` event and stops."""
+    falls behind what the feed keeps gets the `tambo.stream.lagged` event and stops. KEEP_ALIVE goes
+    out after every HEARTBEAT_SECONDS without an event (this is where every stream of a run waits)."""
     while True:
         chunk, cursor, state = feed.take(cursor)
         if chunk:
@@ -192,7 +208,8 @@ async def read(feed: Feed, cursor: int) -> AsyncIterator[bytes]:
             return
         if not chunk:
             # Only when nothing was there: a yield may have waited on the client while the run went on.
-            await feed.changed()
+            if not await changed_within(feed, settings.HEARTBEAT_SECONDS):
+                yield KEEP_ALIVE
 
 
 class Flusher:
@@ -222,6 +239,21 @@ class Flusher:
             self._dirty.set()
             # A fresh context, as the watcher's: this task serves the whole process.
             self._task = loop.create_task(self._loop(), context=contextvars.Context())
+
+    async def stop(self) -> None:
+        """Writes what the feeds have not logged yet and stops the task (at the process's shutdown): a
+        client resuming a run on another process then finds all its events in the log."""
+        task, self._task = self._task, None
+        if task is None or task.done():
+            return
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        try:
+            await self.flush()
+        except Exception as exc:  # noqa: BLE001 - the process is ending; readers see the run as orphaned
+            log_db_failure("Run events: the last write of the event log failed", exc)
+        finally:
+            await log_connection.close()
 
     def interval(self) -> float:
         # Readers in other processes wait on these writes; on SQLite there are none (one process),

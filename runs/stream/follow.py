@@ -1,4 +1,4 @@
-"""Following a run that streams in another process, through PostgreSQL alone (spec section 12).
+"""Following a run that streams in another process, through PostgreSQL alone (docs/protocol.md#resumable-runs).
 
 Each process that has readers of runs streaming elsewhere keeps one `Feed` mirror per such run
 (runs/stream/feeds.py), shared by all its readers of that run. One LISTEN connection per process
@@ -23,7 +23,7 @@ from django.db import connection
 
 from core.db import db_call, log_db_failure
 from runs.stream.event_log import CHANNEL, log_connection, log_read
-from runs.stream.feeds import Feed, flusher, frame, read
+from runs.stream.feeds import KEEP_ALIVE, Feed, changed_within, flusher, frame, read
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +55,13 @@ class Follower:
         self._readers.pop(run_id, None)
         if self.mirrors.get(run_id) is mirror:
             del self.mirrors[run_id]
+
+    async def stop(self) -> None:
+        """Stops the poll and LISTEN tasks (at the process's shutdown); the LISTEN connection closes."""
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     def wake(self) -> None:
         """Asks for a poll of every followed run (coalesced: one at a time, none queued twice)."""
@@ -182,7 +189,8 @@ async def events_follow(run_id: str, after: int, *, join_live: bool = False):
                 if feed.ended:
                     return
                 # What lies between cursor and the feed is not in the log yet: wait for the run.
-                await feed.changed()
+                if not await changed_within(feed, settings.HEARTBEAT_SECONDS):
+                    yield KEEP_ALIVE
     finally:
         if mirror is not None:
             follower.detach(run_id, mirror)

@@ -1,5 +1,5 @@
 // The message engine for /api/chat/completions: the semantics of TinyRobot 0.4's useMessage
-// (spec chat-completions.md section 2, the same as clientsdk.message), with its known bugs fixed.
+// (docs/clients.md#chat-completions-gateway, the same as clientsdk.message), with its known bugs fixed.
 //
 // requestState: idle (before the first send) | processing | completed | aborted | error;
 // processingState while processing: requesting | completing | calling-tools.

@@ -1,4 +1,4 @@
-// Resumable runs in the page (spec section 12). Runs are started with onDisconnect "continue", so
+// Resumable runs in the page (docs/protocol.md#resumable-runs). Runs are started with onDisconnect "continue", so
 // a run goes on when the page loses its stream. While a run streams, the page keeps the run it
 // reads (thread id, run id, last event id) in sessionStorage, per tab: after a reload it reopens
 // that thread and reads the run's events from the events route; after a dropped connection it

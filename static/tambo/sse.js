@@ -2,7 +2,7 @@
 // An event is its `data:` lines (joined with "\n") up to a blank line; its data is one JSON value.
 // `id:` sets the stream's last event id, which every later event carries (the SSE standard's
 // "last event ID buffer"): a run's events are numbered so a reader can resume after the last one
-// (spec section 12). Lines may be split across network chunks; `[DONE]` ends the stream.
+// (docs/protocol.md#resumable-runs). Lines may be split across network chunks; `[DONE]` ends the stream.
 
 // Yields { id, data } for each event. An event the stream cut off before its blank line is
 // dropped, as the standard says (a dropped connection must not yield half an event), unless

@@ -104,16 +104,18 @@ export class ThreadsChat {
     this.onThreadsChange(this.threads, this.thread?.id ?? null);
   }
 
-  async send(text) {
+  // `attachments`: [{ part, image }] from the composer's tray (attachments.js).
+  async send(text, attachments = []) {
     const trimmed = text.trim();
-    if (!trimmed || this.busy) return false;
+    if ((!trimmed && !attachments.length) || this.busy) return false;
     this.view.error = null;
     this.view.notice = null;
     this.view.suggestions = null;
-    addUserMessage(this.view, trimmed);
+    addUserMessage(this.view, trimmed, undefined, attachments.map((a) => a.image));
     // A thread without a name gets one from the server after its first answer.
-    const nameAs = this.thread?.name ? null : trimmed;
-    await this.turn({ role: "user", content: [{ type: "text", text: trimmed }] }, nameAs);
+    const nameAs = this.thread?.name || !trimmed ? null : trimmed;
+    const content = [...(trimmed ? [{ type: "text", text: trimmed }] : []), ...attachments.map((a) => a.part)];
+    await this.turn({ role: "user", content }, nameAs);
     return true;
   }
 
@@ -317,7 +319,7 @@ export class ThreadsChat {
     return null;
   }
 
-  // The run's events after `live.lastEventId` (all without it), then the live ones (spec section 12).
+  // The run's events after `live.lastEventId` (all without it), then the live ones (docs/protocol.md#resumable-runs).
   openEvents(live, signal) {
     const path = `/v1/threads/${encodeURIComponent(live.threadId)}/runs/${encodeURIComponent(live.runId)}/events`;
     const headers = live.lastEventId === null ? {} : { "Last-Event-ID": live.lastEventId };
@@ -354,7 +356,7 @@ export class ThreadsChat {
     }
   }
 
-  // The server names the thread from the conversation (spec section 11). Should that route fail
+  // The server names the thread from the conversation (docs/protocol.md#thread-names-and-suggestions). Should that route fail
   // (an older server), the first message, cut short, names it instead.
   async nameThread(text) {
     const id = this.thread.id;
@@ -372,7 +374,7 @@ export class ThreadsChat {
     }
   }
 
-  // Suggestions for the last answer (spec section 11): POST makes new ones after a turn, GET shows
+  // Suggestions for the last answer (docs/protocol.md#thread-names-and-suggestions): POST makes new ones after a turn, GET shows
   // the stored ones when a thread is opened. They are a nicety: a failure only logs.
   async loadSuggestions(method) {
     const threadId = this.thread?.id;

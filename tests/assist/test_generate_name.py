@@ -1,4 +1,4 @@
-"""POST /threads/{threadId}/generate-name with the offline model (spec section 11)."""
+"""POST /threads/{threadId}/generate-name with the offline model (docs/protocol.md#thread-names-and-suggestions)."""
 from __future__ import annotations
 
 import pytest

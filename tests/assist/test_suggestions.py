@@ -1,4 +1,4 @@
-"""Suggestions for an assistant message, /v1 and the SDK's older paths, with the offline model (spec section 11)."""
+"""Suggestions for an assistant message, /v1 and the SDK's older paths, with the offline model (docs/protocol.md#thread-names-and-suggestions)."""
 from __future__ import annotations
 
 import pytest

@@ -331,7 +331,7 @@ def test_a_shown_component_makes_no_tool_bubble_and_the_reply_reads_naturally(ch
     expect(panel(chat).locator(".tool-card")).to_have_count(0)
 
 
-# --- Names and suggestions from the server (spec section 11) -------------------------------------
+# --- Names and suggestions from the server (docs/protocol.md#thread-names-and-suggestions) ----------------------------
 
 def test_a_new_thread_is_named_by_the_server_after_its_first_answer(chat, web_user):
     text = "Plan a trip to the mountains next summer with friends and family"

@@ -1,4 +1,4 @@
-"""Reloading the chat page during a run (spec section 12): the page reopens the thread and the
+"""Reloading the chat page during a run (docs/protocol.md#resumable-runs): the page reopens the thread and the
 answer goes on streaming from the run's events route, shown once and complete; Stop still cancels.
 
 The server's offline model waits OFFLINE_MODEL_DELAY between its 12-character deltas, so a long

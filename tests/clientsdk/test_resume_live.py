@@ -1,4 +1,4 @@
-"""Resumable runs through the client against the real server (spec section 12): joining a live run
+"""Resumable runs through the client against the real server (docs/protocol.md#resumable-runs): joining a live run
 from a second client, replaying a finished one, resuming across a connection a TCP proxy really
 drops, and the errors of the events route.
 

@@ -9,7 +9,7 @@
 //
 // `TamboClient.generateThreadName`, `generateSuggestions` and `listSuggestions` send no `userKey` (the
 // client relies on a bearer token there), and the server refuses a request without an end-user identity
-// (spec section 1), as the reference server does. Each scenario shows that refusal, then makes the same
+// (docs/protocol.md#identity-and-auth), as the reference server does. Each scenario shows that refusal, then makes the same
 // SDK call through the client's own SDK instance (`client.getSdkClient()`) with the user named:
 // `contextKey` for `beta.threads.generateName` (the beta API's name for the user), `userKey` in the body
 // or query of the suggestion calls. `@tambo-ai/react` sends `userKey` itself on the /v1 suggestion calls.

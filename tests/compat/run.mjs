@@ -10,7 +10,7 @@
 // Where the official client cannot be used as is, this script says why:
 // - `TamboClient.fetchThread`, `updateThreadName` and the DELETE half of `cancelRun` send no `userKey`
 //   (the client relies on a bearer token there). The server refuses requests without an end-user
-//   identity by design (spec section 1), so threads are fetched and renamed through the SDK with
+//   identity by design (docs/protocol.md#identity-and-auth), so threads are fetched and renamed through the SDK with
 //   `userKey`, and a run is cancelled by aborting its stream (which `cancelRun` does first).
 // - The client has no method for component state; the update goes through the SDK instance the client
 //   itself holds (`client.getSdkClient().threads.state.updateState`) with `userKey`.
@@ -189,6 +189,24 @@ const scenarios = {
     };
   },
 
+  /** A run that waits on a server tool that hangs: the stream carries `: keep-alive` comments meanwhile
+   * (tests/runs/test_heartbeat.py shows them to a raw reader); the client must ignore them. */
+  async slow_tool_run() {
+    const client = newClient();
+    const stream = client.run("Please call slow__hang {}");
+    const events = await drain(stream);
+    const thread = await stream.thread;
+    const types = events.map((e) => e.type);
+    assert.equal(types[0], "RUN_STARTED");
+    assert.equal(types.at(-1), "RUN_FINISHED", JSON.stringify(types));
+    assert.ok(!types.includes("RUN_ERROR"), JSON.stringify(types));
+    assert.ok(events.every((e) => typeof e.type === "string"), "an event without a type");
+    const assistant = thread.messages.at(-1);
+    assert.ok(textOf(assistant).startsWith("Tool slow__hang returned: Error: The MCP server 'slow' did not answer"),
+      textOf(assistant));
+    return { threadId: thread.id, eventTypes: types, status: thread.status };
+  },
+
   /** A client tool registered with registerTool: the model calls it, the client runs it and continues. */
   async client_tool() {
     const client = newClient();
@@ -346,7 +364,7 @@ const scenarios = {
     });
     assert.equal(state.threadMap[made.id].thread.messages.length, 2);
 
-    // The client's own fetchThread / updateThreadName send no userKey: refused by design (spec section 1).
+    // The client's own fetchThread / updateThreadName send no userKey: refused by design (docs/protocol.md#identity-and-auth).
     await assertRefusedWithoutUserKey(client.fetchThread(made.id), "TamboClient.fetchThread");
     await assertRefusedWithoutUserKey(client.updateThreadName(made.id, "nope"), "TamboClient.updateThreadName");
     return { threadId: made.id, name: renamed.name, lastCompletedRunId: fetched.lastCompletedRunId };

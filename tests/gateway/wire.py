@@ -50,7 +50,7 @@ def post_chat(base_url: str, key: str | None, body: dict[str, Any], headers: dic
 
 
 def assert_spec_stream(answer: Answer, *, include_usage: bool = False) -> None:
-    """The wire rules of spec section 1 for a stream that ended normally."""
+    """The wire rules of docs/protocol.md#identity-and-auth for a stream that ended normally."""
     assert answer.response.status_code == 200
     assert answer.response.headers["Content-Type"].startswith("text/event-stream")
     assert "\r" not in answer.raw

@@ -1,4 +1,4 @@
-"""User tokens verified with the project's JWKS URL (spec section 10), served by a thread of the test.
+"""User tokens verified with the project's JWKS URL (docs/protocol.md#identity-by-token), served by a thread of the test.
 
 The server fetches the key set once and caches it; a token naming an unknown `kid` (a rotated key)
 makes it fetch again, but not within USER_TOKEN_JWKS_COOLDOWN (60 s) of the last fetch. A JWKS URL

@@ -1,4 +1,4 @@
-"""POST /oauth/token: RFC 8693 token exchange over HTTP, and every way it refuses (spec section 10).
+"""POST /oauth/token: RFC 8693 token exchange over HTTP, and every way it refuses (docs/protocol.md#identity-by-token).
 
 Every refusal is a 4xx in OAuth's shape (RFC 6749 5.2), never a 5xx, and writes nothing: the API key's
 `last_used_at`, noted only on success, stays empty.

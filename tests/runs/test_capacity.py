@@ -1,4 +1,4 @@
-"""Capacity by design (spec section 8): open streams hold no database connection.
+"""Capacity by design (docs/protocol.md#design-for-scale): open streams hold no database connection.
 
 A throwaway PostgreSQL cluster with the default max_connections=100 and a server with a pool of
 8 connections: 150 paced streams started together all finish, and the server never holds more

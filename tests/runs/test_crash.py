@@ -1,4 +1,4 @@
-"""A server process killed (kill -9) in the middle of a run (spec section 14): another process shows
+"""A server process killed (kill -9) in the middle of a run (docs/protocol.md#after-a-crash): another process shows
 the thread as it is without waiting for a new run, records the dead run, keeps the text the client
 saw, and the thread works again."""
 from __future__ import annotations

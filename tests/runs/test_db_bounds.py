@@ -1,5 +1,5 @@
 """The run path's database calls: bounded threads, connections given back, 503 when the database
-cannot serve (core/db.py, spec section 8)."""
+cannot serve (core/db.py, docs/protocol.md#design-for-scale)."""
 from __future__ import annotations
 
 import asyncio

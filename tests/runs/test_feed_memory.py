@@ -1,4 +1,4 @@
-"""What a reader of a run's feed may hold (spec section 12): TAKE_BYTES at a time, so a reader that
+"""What a reader of a run's feed may hold (docs/protocol.md#resumable-runs): TAKE_BYTES at a time, so a reader that
 stops reading falls behind what the feed keeps and is cut, however much the run had produced when
 it last took (runs/stream/feeds.py)."""
 from ag_ui.core import CustomEvent, TextMessageContentEvent

@@ -1,4 +1,4 @@
-"""The database going away and coming back (spec sections 8 and 14), with a real PostgreSQL cluster of
+"""The database going away and coming back (docs/protocol.md#design-for-scale and #after-a-crash), with a real PostgreSQL cluster of
 the test's own stopped and started under a real server: never a 500, 503 with Retry-After while it is
 down, the thread free within seconds of its return, and nothing the client saw lost.
 

@@ -1,4 +1,4 @@
-"""Expired leases and partial-text checkpoints (spec section 14), against the database directly:
+"""Expired leases and partial-text checkpoints (docs/protocol.md#after-a-crash), against the database directly:
 batched per tick, never one statement per run."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Resumable runs in one process (spec section 12): ids on every event, `onDisconnect: "continue"`,
+"""Resumable runs in one process (docs/protocol.md#resumable-runs): ids on every event, `onDisconnect: "continue"`,
 and `GET …/runs/{runId}/events` replaying and following a run, with its 400 and 404 answers.
 
 Single-process behaviour, so these run on SQLite too (the in-memory feed and the event log serve);

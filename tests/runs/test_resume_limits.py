@@ -1,4 +1,4 @@
-"""Resumable runs' limits (spec section 12): the replay window closes (404, rows removed) and a reader
+"""Resumable runs' limits (docs/protocol.md#resumable-runs): the replay window closes (404, rows removed) and a reader
 that falls behind what memory holds is cut with `tambo.stream.lagged`, from which it resumes.
 
 Servers of their own: one with a 1-second replay window, one with a 20 KB per-run event buffer.

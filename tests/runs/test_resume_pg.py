@@ -1,4 +1,4 @@
-"""Resumable runs across processes (spec section 12): two uvicorn processes on one PostgreSQL.
+"""Resumable runs across processes (docs/protocol.md#resumable-runs): two uvicorn processes on one PostgreSQL.
 
 A throwaway cluster logging every statement (tests/support/pg_cluster.py), so that the event log's
 statements can be counted: they must not grow with the number of events or readers.

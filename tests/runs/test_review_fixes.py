@@ -66,7 +66,7 @@ def test_it_ends_the_stream_with_run_error_and_frees_the_thread_when_recording_t
     assert events[0]["type"] == "RUN_STARTED"
     ends = [e for e in events if e["type"] in ("RUN_FINISHED", "RUN_ERROR")]
     assert ends == [events[-1]]
-    # A database that went away is a passing condition the client may retry (spec section 14).
+    # A database that went away is a passing condition the client may retry (docs/protocol.md#after-a-crash).
     assert events[-1]["code"] == "SERVICE_UNAVAILABLE"
     assert events[-1]["category"] == "server_error" and events[-1]["isRetryable"] is True
     assert "closed the connection" not in json.dumps(events)

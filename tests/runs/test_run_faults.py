@@ -1,5 +1,5 @@
 """Whatever fails after a run took its lock, the client hears RUN_ERROR where it still can, and the
-thread is free at once (spec section 14). Each fault is injected into a real uvicorn subprocess by
+thread is free at once (docs/protocol.md#after-a-crash). Each fault is injected into a real uvicorn subprocess by
 tests/support/faulty_app.py."""
 from __future__ import annotations
 

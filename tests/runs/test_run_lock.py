@@ -1,4 +1,4 @@
-"""The run lock over HTTP (spec section 5): one run per thread, and a dead holder's lease is taken over."""
+"""The run lock over HTTP (docs/protocol.md#the-run-lock): one run per thread, and a dead holder's lease is taken over."""
 from __future__ import annotations
 
 import threading

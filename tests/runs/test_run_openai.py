@@ -221,7 +221,7 @@ def test_each_event_is_one_data_line_and_none_shows_the_key(runs: Runs, fake: Ve
     frames = raw.split(b"\n\n")
     assert frames[-1] == b""
     for seq, frame in enumerate(frames[:-1], start=1):
-        # An `id:` line (spec section 12), then the event's one `data:` line.
+        # An `id:` line (docs/protocol.md#resumable-runs), then the event's one `data:` line.
         id_line, data_line = frame.split(b"\n")
         assert id_line == b"id: %d" % seq, frame
         assert data_line.startswith(b"data: "), frame

@@ -1,5 +1,5 @@
 """Database errors answer 503 with Retry-After, never 500, and a run whose start failed after taking
-its lock frees the thread (spec sections 8 and 14).
+its lock frees the thread (docs/protocol.md#design-for-scale and #after-a-crash).
 
 In-process (Django's clients on the real middleware stack) because the failure has to be made on
 purpose at one exact point; tests/runs/test_outage.py stops a real PostgreSQL instead.

@@ -48,10 +48,15 @@ class LiveServer:
         self._log = open(self.log_path, "wb")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1",
-             "--port", str(self.port), "--no-access-log", "--timeout-graceful-shutdown", "2", *args],
+             "--port", str(self.port), "--no-access-log", "--timeout-graceful-shutdown", "2",
+             "--http", "tambo_project.http_guard:GuardedHTTPProtocol", *args],  # as bin/serve
             cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
         )
-        self._wait(start_timeout)
+        try:
+            self._wait(start_timeout)
+        except BaseException:
+            self.stop()  # a server that did not come up must not outlive the test run
+            raise
 
     def _wait(self, timeout: float = 30.0) -> None:
         deadline = time.monotonic() + timeout

@@ -1,4 +1,4 @@
-"""Assertions on problem+json answers (spec section 7)."""
+"""Assertions on problem+json answers (docs/protocol.md#errors)."""
 from __future__ import annotations
 
 PROBLEM_MEMBERS = {"type", "title", "status", "detail", "instance", "code"}

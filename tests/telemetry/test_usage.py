@@ -84,20 +84,3 @@ def test_a_failed_gateway_completion_is_recorded_as_failed(api):
     usage = Usage.objects.get(kind="gateway")
     assert (usage.outcome, usage.error_code) == ("failed", "LLM_SERVER_ERROR")
 
-
-def test_a_thread_name_and_suggestions_record_their_usage(runs, api):
-    from telemetry.models import Usage
-
-    thread_id, events = runs.run_new("Plan a weekend in Lisbon")
-    named = api.session.post(f"{api.base_url}/threads/{thread_id}/generate-name", params={"userKey": "alice"},
-                             timeout=30)
-    assert named.status_code == 200, named.text
-    message_id = [m for m in api.thread(thread_id)["messages"] if m["role"] == "assistant"][-1]["id"]
-    suggested = api.post(f"/v1/threads/{thread_id}/messages/{message_id}/suggestions",
-                         {"userKey": "alice", "maxSuggestions": 2})
-    assert suggested.status_code == 200, suggested.text
-    name = Usage.objects.get(kind="name")
-    suggestions = Usage.objects.get(kind="suggestions")
-    for usage in (name, suggestions):
-        assert (usage.outcome, usage.thread_id, usage.user_key, usage.run_id) == ("completed", thread_id, "alice", None)
-        assert usage.output_tokens > 0 and usage.model == "offline"

@@ -1,4 +1,4 @@
-"""Component state over real HTTP (spec section 6): `POST /v1/threads/{id}/components/{componentId}/state`
+"""Component state over real HTTP (docs/protocol.md#components): `POST /v1/threads/{id}/components/{componentId}/state`
 with a full `state` or a JSON Patch `patch`, its errors, and the model seeing the current state later.
 """
 from __future__ import annotations

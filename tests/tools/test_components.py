@@ -1,4 +1,4 @@
-"""Generative UI components over real HTTP (spec section 6): a component is offered to the model as a tool,
+"""Generative UI components over real HTTP (docs/protocol.md#components): a component is offered to the model as a tool,
 its props stream as JSON Patch operations in `tambo.component.*` events, and the assistant message keeps a
 component block with the final props and an empty state.
 

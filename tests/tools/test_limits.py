@@ -1,4 +1,4 @@
-"""Tool-call limits over real HTTP (spec section 4): a request tool's `maxCalls`, the project's total per
+"""Tool-call limits over real HTTP (docs/protocol.md#the-event-stream): a request tool's `maxCalls`, the project's total per
 user turn, and the cap on identical calls. A refused call gets an isError result telling the model to
 answer without more calls, and the run goes on; the model here is the scripted fake behind the
 `openai` provider, so every refusal can be read in the model's next request.

@@ -1,4 +1,4 @@
-"""MCP servers' tools in runs, over real HTTP (spec section 4, server tools).
+"""MCP servers' tools in runs, over real HTTP (docs/protocol.md#the-event-stream, server tools).
 
 The offline model calls a tool when the user's text names it (`<server>__<tool>`) with a JSON object of
 arguments, and answers "Tool <name> returned: <text>" once results are in. The MCP server is the real

@@ -1,4 +1,4 @@
-"""A large component's props stream in linear time with no long pause (spec section 8).
+"""A large component's props stream in linear time with no long pause (docs/protocol.md#design-for-scale).
 
 The test counts work instead of timing it (timings are `bin/bench props`): the Python function
 calls that each `feed` makes, counted with `sys.setprofile`, for the same kind of document at two

@@ -1,4 +1,4 @@
-"""Built-in server tools in runs, over real HTTP (spec section 4, server tools).
+"""Built-in server tools in runs, over real HTTP (docs/protocol.md#the-event-stream, server tools).
 
 Through the offline model (the user's text names the tool and gives the arguments) and through the
 `openai` provider against the scripted fake, with argument fragments split mid-token and several

@@ -1,4 +1,4 @@
-"""`manage.py configure_user_tokens`: how a project verifies its apps' user tokens (spec section 10)."""
+"""`manage.py configure_user_tokens`: how a project verifies its apps' user tokens (docs/protocol.md#identity-by-token)."""
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError

@@ -1,0 +1,81 @@
+"""The ASGI lifespan: what a serving process does when it starts and when it stops.
+
+Django's ASGI handler answers HTTP only (uvicorn would log that the lifespan protocol is unsupported),
+so this wrapper answers the lifespan messages and passes everything else on.
+
+Stopping happens in two steps, because uvicorn sends `lifespan.shutdown` only once every open
+connection has closed (or its graceful-shutdown timeout has cut them):
+
+1. On SIGTERM or SIGINT (the signal uvicorn stops on, chained here at start-up) every run this process
+   streams is ended at once with a retryable RUN_ERROR (`SERVER_SHUTTING_DOWN`), its partial message
+   stored and its lock released, so its stream closes and the client can run it again on another
+   process, or resume reading it there from the event log.
+2. On `lifespan.shutdown`: the run watcher, the event-log writer (after a last write) and the
+   followers of runs streaming elsewhere stop; the kept MCP sessions close (a stdio server's process
+   exits) and so do the model clients.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+
+from providers import providers_close
+from runs.control import watcher
+from runs.stream.feeds import flusher
+from runs.stream.follow import follower
+from tools.mcp_sessions import sessions_close
+
+log = logging.getLogger(__name__)
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+def _chain_stop_signals(loop: asyncio.AbstractEventLoop) -> None:
+    """Runs `runs_drain` on the loop when the server is told to stop, then the server's own handler."""
+    for sig in STOP_SIGNALS:
+        previous = signal.getsignal(sig)
+
+        def handler(signum, frame, previous=previous):
+            loop.call_soon_threadsafe(runs_drain)
+            if callable(previous):
+                previous(signum, frame)
+
+        try:
+            signal.signal(sig, handler)
+        except ValueError:  # not the main thread (an embedding server): step 2 still runs
+            return
+
+
+def runs_drain() -> None:
+    told = watcher.drain()
+    if told:
+        log.info("Shutting down: ending %d streaming run(s) with a retryable RUN_ERROR", told)
+
+
+async def process_shutdown() -> None:
+    """Step 2 above. Each part is stopped even if another fails; nothing here is an error to log."""
+    runs_drain()  # runs started between the signal and the last connection closing
+    for stop in (watcher.stop, flusher.stop, follower.stop, sessions_close, providers_close):
+        try:
+            await stop()
+        except Exception:  # noqa: BLE001 - the process is ending either way
+            log.warning("Shutting down: %s failed", stop.__qualname__, exc_info=True)
+
+
+class Lifespan:
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "lifespan":
+            return await self.app(scope, receive, send)
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                _chain_stop_signals(asyncio.get_running_loop())
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await process_shutdown()
+                await send({"type": "lifespan.shutdown.complete"})
+                return

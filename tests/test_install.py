@@ -1,0 +1,149 @@
+"""Installing the checkout as a newcomer would: one `pip install` into a fresh virtualenv, then the
+installed `tambo-server` command run from an empty directory (docs/deployment.md).
+
+Slow (a fresh install resolves every dependency; the first `serve` compresses the static files), so
+every test here shares one install.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import requests
+
+from tests.support.live import free_port
+from tests.support.sse import read_events
+
+ROOT = Path(__file__).resolve().parents[1]
+# What the test process's environment must not hand the installed server: it configures itself.
+UNSET = ("SECRET_KEY", "DEBUG", "DATABASE_URL", "DATABASE_LISTEN_URL", "SQLITE_PATH", "STATIC_ROOT",
+         "STATIC_COLLECTED", "DJANGO_SETTINGS_MODULE", "VIRTUAL_ENV", "PYTHONPATH", "OPENAI_API_KEY",
+         "OPENAI_BASE_URL", "MODEL_PROVIDER", "WORKERS", "HOST", "PORT", "MIGRATE")
+
+
+def build_output() -> set[Path]:
+    """What a build could leave in the checkout: build/ folders and *.egg-info, at the two roots."""
+    return {p for folder in (ROOT, ROOT / "clientsdk") for p in folder.iterdir()
+            if p.name == "build" or p.name.endswith(".egg-info")}
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """(an empty directory, the environment that runs the install's `tambo-server` there)."""
+    work = tmp_path_factory.mktemp("install")
+    venv = work / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    before = build_output()
+    result = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(ROOT)], cwd=work,
+                            capture_output=True, text=True, timeout=1200)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert build_output() == before
+    empty = work / "empty"
+    empty.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in UNSET}
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    return empty, env
+
+
+def tambo_server(installed, *args: str, **env: str) -> subprocess.CompletedProcess:
+    cwd, base = installed
+    return subprocess.run(["tambo-server", *args], cwd=cwd, env={**base, **env}, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_one_pip_install_brings_every_package_and_the_client_from_the_checkout_not_an_index(installed):
+    _, env = installed
+    # Every top-level package of the checkout (pyproject.toml's `packages.find` must list a new one).
+    packages = sorted(p.parent.name for p in ROOT.glob("*/__init__.py") if p.parent.name not in ("tests", "bench"))
+    assert {"clientsdk", "tambo_project", "runs"} <= set(packages)
+    code = "import importlib\nfor name in %r: print(importlib.import_module(name).__file__)" % (packages,)
+    site = subprocess.run(["python", "-c", code], env=env, cwd=installed[0], capture_output=True, text=True,
+                          check=True).stdout.split()
+    assert len(site) == len(packages)
+    assert all(path.startswith(str(installed[0].parent / "venv")) for path in site), site
+    site = [path for path in site if "/clientsdk/" in path]
+    [direct_url] = (Path(site[0]).parents[1]).glob("tambo_clientsdk-*.dist-info/direct_url.json")
+    assert json.loads(direct_url.read_text())["url"] == (ROOT / "clientsdk").as_uri()
+
+
+def test_serve_refuses_to_start_without_a_secret_key_and_names_it(installed):
+    result = tambo_server(installed, "serve", "--port", str(free_port()))
+    assert result.returncode != 0
+    assert "SECRET_KEY" in result.stderr
+
+
+def test_migrate_createapikey_and_serve_from_an_empty_directory(installed):
+    cwd, _ = installed
+    secret = {"SECRET_KEY": "test-install-" + "x" * 40}
+    migrated = tambo_server(installed, "migrate", "--noinput", **secret)
+    assert migrated.returncode == 0, migrated.stderr
+    assert (cwd / "var" / "db.sqlite3").exists()  # the zero-configuration database, in this directory
+    created = tambo_server(installed, "createapikey", "--project", "installed", **secret)
+    assert created.returncode == 0, created.stderr
+    key = created.stdout.strip().splitlines()[-1]
+    users = tambo_server(installed, "shell", "-c",
+                         "from django.contrib.auth.models import User; print(User.objects.count())", **secret)
+    assert users.stdout.splitlines()[-1] == "0"  # no demo user, no superuser: serve creates none either
+
+    port = free_port()
+    log_path = cwd / "serve.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(["tambo-server", "serve", "--port", str(port)], cwd=cwd,
+                                   env={**installed[1], **secret}, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_healthy(base, process, log_path)
+        page = requests.get(base + "/login/", timeout=10)
+        assert page.status_code == 200 and "<form" in page.text
+        # The page links its files by content-hashed names, which browsers may keep for ever.
+        css = re.search(r'href="(/static/tambo/[^"]+\.[0-9a-f]{12}\.css)"', page.text).group(1)
+        served = requests.get(base + css, headers={"Accept-Encoding": "gzip"}, timeout=10)
+        assert served.status_code == 200
+        assert "immutable" in served.headers["Cache-Control"]
+        assert served.headers["Content-Encoding"] == "gzip"
+        docs = requests.get(base + "/v1/docs", timeout=10)
+        assert docs.status_code == 200 and "redoc" in docs.text.lower()
+        body = {"userKey": "alice", "message": {"role": "user", "content": [{"type": "text", "text": "hello"}]}}
+        answer = requests.post(base + "/v1/threads/runs", json=body, headers={"x-api-key": key}, stream=True,
+                               timeout=60)
+        assert answer.status_code == 200
+        events = read_events(answer)
+        assert events[-1]["type"] == "RUN_FINISHED"
+        assert "You said: hello" in "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60)
+    log_text = log_path.read_text(errors="replace")
+    assert '"POST /v1/threads/runs HTTP/1.1" 200' in log_text  # the access log is on
+    for bad in ("Traceback", " ERROR ", "ERROR:"):  # the two log formats' level (Django's, uvicorn's)
+        assert bad not in log_text, log_text[-3000:]
+    after = tambo_server(installed, "shell", "-c", "from django.contrib.auth.models import User; "
+                         "print(User.objects.count())", **secret)
+    assert after.stdout.splitlines()[-1] == "0"
+
+
+def wait_until_healthy(base: str, process: subprocess.Popen, log_path: Path, attempts: int = 600) -> None:
+    """Polls /healthz (collecting the static files comes first, and takes a while the first time)."""
+    for _ in range(attempts):
+        if process.poll() is not None:
+            pytest.fail(f"tambo-server serve exited: {log_path.read_text()[-3000:]}")
+        try:
+            if requests.get(base + "/healthz", timeout=1).status_code == 200:
+                return
+        except requests.RequestException:
+            pass
+        process_wait(process, 0.5)
+    pytest.fail(f"tambo-server serve did not answer: {log_path.read_text()[-3000:]}")
+
+
+def process_wait(process: subprocess.Popen, seconds: float) -> None:
+    try:
+        process.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        pass
