@@ -81,3 +81,33 @@ def test_a_run_moves_the_run_token_and_request_series(transactional_db, metrics_
     thread_id, run_id = events[0]["threadId"], events[0]["runId"]
     for secret in ("u-secret-user", thread_id, run_id, "hello metrics"):
         assert secret not in text
+
+
+def test_tool_calls_are_counted_by_kind_and_outcome(transactional_db, metrics_on, api_key, project):
+    from tools.models import ProjectTool
+
+    ProjectTool.objects.create(project=project, name="calculate")
+    before = _get("/metrics", Authorization=f"Bearer {TOKEN}").content.decode()
+    assert _run(api_key, 'calculate {"expression": "1+1"}')[-1]["type"] == "RUN_FINISHED"
+    assert _run(api_key, 'calculate {"expression": "1/0"}')[-1]["type"] == "RUN_FINISHED"
+    text = _get("/metrics", Authorization=f"Bearer {TOKEN}").content.decode()
+    for outcome in ("ok", "error"):
+        labels = {"project": "test-project", "kind": "server", "outcome": outcome}
+        assert _sample(text, "tambo_tool_calls_total", **labels) == _sample(before, "tambo_tool_calls_total",
+                                                                            **labels) + 1
+
+
+def test_metrics_port_serves_the_series_on_a_port_of_its_own(transactional_db):
+    import requests
+
+    from tests.support.live import LiveServer, free_port
+
+    port = free_port()
+    server = LiveServer("metrics-port", {"METRICS_PORT": str(port)})
+    try:
+        assert requests.get(server.url + "/healthz", timeout=10).status_code == 200
+        answer = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=10)
+        assert answer.status_code == 200 and "tambo_http_requests_total" in answer.text
+        assert requests.get(server.url + "/metrics", timeout=10).status_code == 404  # not on the main port
+    finally:
+        server.stop()

@@ -83,3 +83,4 @@ def test_a_failed_gateway_completion_is_recorded_as_failed(api):
     assert response.status_code >= 500
     usage = Usage.objects.get(kind="gateway")
     assert (usage.outcome, usage.error_code) == ("failed", "LLM_SERVER_ERROR")
+
