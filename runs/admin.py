@@ -20,7 +20,10 @@ def run_duration(run: Run) -> str:
 
 
 def run_model(run: Run) -> str:
-    # A run that asked for no model used the provider's default.
+    # The model that answered (a fallback, perhaps); else the one asked for; else the default.
+    if run.answered_model:
+        return run.answered_model if not run.model or run.model == run.answered_model else \
+            f"{run.answered_model} (asked for {run.model})"
     if run.model:
         return run.model
     default = settings.OPENAI_MODEL if settings.MODEL_PROVIDER == "openai" else settings.MODEL_PROVIDER
@@ -42,7 +45,7 @@ def run_facts(run: Run, usage: Usage | None) -> dict:
     return {
         "id": run.id, "status": run.status, "model": run_model(run),
         "provider": getattr(run, "provider", None) or (usage.provider if usage else None),
-        "fallbacks": getattr(run, "fallbacks", None),
+        "fallbacks": ", ".join(f"{f.get('from')} → {f.get('to')} ({f.get('code')})" for f in run.model_fallbacks or []),
         "tokens": run_tokens(run), "reasoning_tokens": usage.reasoning_tokens if usage else None,
         "ttft": f"{usage.ttft_ms} ms" if usage and usage.ttft_ms is not None else "—",
         "duration": run_duration(run), "error_code": run.error_code, "error_message": run.error_message,

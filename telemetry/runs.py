@@ -86,6 +86,10 @@ class RunEnd:
         self.error_code = error_code if self.outcome == Usage.Outcome.FAILED else None
         self.duration = None if self.meter is None else time.monotonic() - self.meter.started_at
         self.tokens = tokens_of(run.usage)
+        if self.meter is not None and getattr(run, "answered_model", None):
+            # The model that answered (a fallback, perhaps), not the one asked for: `provider:model`.
+            provider, _, model = run.answered_model.partition(":")
+            self.meter.provider, self.meter.model = provider, model or provider
 
     def record(self) -> None:
         """Inserts the run's usage row. Caller holds the transaction that releases the run's lock."""
@@ -117,6 +121,9 @@ class RunEnd:
                 metrics.TOKENS.labels(project, model, kind).inc(count)
         for (kind, result), count in meter.tool_calls.items():
             metrics.TOOL_CALLS.labels(project, kind, result).inc(count)
+        for switch in getattr(self.run, "model_fallbacks", None) or []:
+            metrics.MODEL_FALLBACKS.labels(project, metrics.model_label(switch.get("from", "")),
+                                           metrics.model_label(switch.get("to", ""))).inc()
         trace_id = tracing.run_span_end(meter, outcome=outcome, error_code=self.error_code, tokens=self.tokens)
         log.info("run end", extra={"fields": {
             "project": meter.project_name, "project_id": meter.project_id, "thread": meter.thread_id,
