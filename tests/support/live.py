@@ -50,9 +50,15 @@ class LiveServer:
              "--port", str(self.port), "--no-access-log", "--timeout-graceful-shutdown", "2"],
             cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
         )
-        self._wait()
+        try:
+            self._wait()
+        except BaseException:
+            self.stop()  # a server that started too late would otherwise outlive the test run
+            raise
 
-    def _wait(self, timeout: float = 30.0) -> None:
+    # Generous: importing the app took 30 to 50 s of wall time on the 2 shared cores of a busy machine
+    # (load average 17), and a server that never starts fails the tests all the same.
+    def _wait(self, timeout: float = 120.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
