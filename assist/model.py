@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from core.db import db_call
 from core.problems import Problem
+from projects import limits
 from providers import get_provider
 from providers.base import Completion, ModelError, ModelRequest
 from threads.content import block_text
@@ -24,12 +26,20 @@ def model_problem(exc: ModelError) -> Problem:
     return Problem(502, exc.code, exc.message, **extra)
 
 
-async def model_complete(request: ModelRequest) -> Completion:
-    """The configured provider's answer; raises Problem (429/502) when the model fails."""
+async def model_complete(request: ModelRequest, *, project, user_key: str | None, admit: bool = True) -> Completion:
+    """The configured provider's answer; raises Problem (429/502) when the model fails.
+
+    Counted against the project's limits (projects/limits.py): admitted first (429 RATE_LIMITED /
+    BUDGET_EXCEEDED) unless `admit` is False (a retry within the same request), its tokens recorded after.
+    """
+    if admit:
+        await db_call(limits.call_admit, project=project, user_key=user_key)
     try:
-        return await get_provider().complete(request)
+        completion = await get_provider().complete(request)
     except ModelError as exc:
         raise model_problem(exc) from exc
+    await db_call(limits.call_record, project=project, user_key=user_key, usage=completion.usage)
+    return completion
 
 
 def message_text(message: Message) -> str:

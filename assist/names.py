@@ -41,7 +41,7 @@ async def thread_name_generate(*, project: Project, user_key: str, thread_id: st
                   {"role": "user", "content": f"The conversation:\n\n{conversation}"}],
         task=ModelTask("thread_name", {"firstUserText": first_text}),
     )
-    name = title_from_reply((await model_complete(request)).text)
+    name = title_from_reply((await model_complete(request, project=project, user_key=user_key)).text)
     if not name:
         raise Problem(502, "LLM_SERVER_ERROR", "The model gave no name for the thread.",
                       category="server_error", isRetryable=True)

@@ -91,13 +91,14 @@ async def suggestion_generate(*, project: Project, user_key: str, thread_id: str
             "lastUserText": last_user,
         }),
     )
-    drafts = await _drafts(request)
+    drafts = await _drafts(request, project=project, user_key=user_key)
     return await db_call(suggestion_replace, message=message, drafts=drafts[:max_suggestions])
 
 
-async def _drafts(request: ModelRequest) -> list[DraftSuggestion]:
+async def _drafts(request: ModelRequest, *, project: Project, user_key: str | None) -> list[DraftSuggestion]:
     for attempt in range(1, ATTEMPTS + 1):
-        reply = (await model_complete(request)).text
+        # One request counts once against the run rates; every reply's tokens count.
+        reply = (await model_complete(request, project=project, user_key=user_key, admit=attempt == 1)).text
         try:
             parsed = json.loads(_unfenced(reply))
             # A bare array (what some servers answer without JSON mode) is read as the suggestions.

@@ -14,6 +14,7 @@ import os
 import random
 import sys
 import time
+from pathlib import Path
 from typing import Any, TextIO
 
 from ag_ui.core import EventType
@@ -103,7 +104,8 @@ class _Printer:
             self.line(f"[error] {event.code}: {event.message}")
 
 
-def chat(client: Client, *, thread_id: str | None, inp: TextIO, out: TextIO) -> int:
+def chat(client: Client, *, thread_id: str | None, inp: TextIO, out: TextIO, attach: list[str] | None = None) -> int:
+    """The chat loop; `attach` (paths) go with the first message."""
     printer = _Printer(out)
     printer.line(f"Tambo chat on {client.base_url} (tools: {', '.join(client.tools)}). "
                  "Ctrl-C stops an answer; Ctrl-C or Ctrl-D at the prompt quits.")
@@ -122,7 +124,14 @@ def chat(client: Client, *, thread_id: str | None, inp: TextIO, out: TextIO) -> 
         text = text.strip()
         if not text:
             continue
-        stream = client.run(text, thread_id=thread_id)
+        try:
+            stream = client.run(text, thread_id=thread_id, attachments=attach or ())
+        except (OSError, ValueError) as exc:
+            printer.line(f"[error] cannot attach: {exc}")
+            continue
+        if attach:
+            printer.line(f"[attached] {', '.join(Path(name).name for name in attach)}")
+            attach = None
         try:
             for event, snapshot in stream:
                 if thread_id is None and stream.thread_id:
@@ -174,8 +183,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--user-key", default=os.environ.get("TAMBO_USER_KEY", os.environ.get("USER", "cli-user")))
     p.add_argument("--thread-id", default=None, help="continue this thread instead of starting a new one")
     p.add_argument("--timeout", type=float, default=120.0)
+    p.add_argument("--attach", action="append", default=[], metavar="FILE",
+                   help="send this image or file with the first message (repeatable)")
     args = parser.parse_args(argv)
     if not args.api_key:
         parser.error("--api-key (or TAMBO_API_KEY) is required")
     with build_client(args) as client:
-        return chat(client, thread_id=args.thread_id, inp=sys.stdin, out=sys.stdout)
+        return chat(client, thread_id=args.thread_id, inp=sys.stdin, out=sys.stdout, attach=args.attach)

@@ -10,7 +10,7 @@ from another thread. It imports no Django and nothing from the server's packages
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import requests
@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from . import wire
 from ._base import HTTPCore
 from ._tools import RegisteredTool, tool_result_block
+from .attachments import Attachment, with_attachments
 from .snapshot import PendingToolCall
 from .resources import Components, Runs, Threads, run_body, user_message
 from .resume import DEFAULT_RESUME_ATTEMPTS
@@ -134,9 +135,13 @@ class Client:
         previous_run_id: str | None = None,
         resume: bool = False,
         resume_attempts: int = DEFAULT_RESUME_ATTEMPTS,
+        attachments: Iterable[Attachment] = (),
         **run_options: Any,
     ) -> RunStream:
         """Send a user message and run the tool loop; see `RunStream`.
+
+        `attachments`: images and files sent with the message, each a path or `(bytes, mime type[, name])`
+        (clientsdk/attachments.py); they follow the message's own content.
 
         Without `thread_id` a new thread is made (`stream.thread_id` once started). On an existing
         thread the last completed run id is looked up unless `previous_run_id` is given.
@@ -149,6 +154,8 @@ class Client:
         `resume_attempts` reconnections in a row, with backoff), so each event is seen once.
         """
         options = {"tool_choice": tool_choice, "additional_context": additional_context, **run_options}
+        if attachments:
+            message = with_attachments(message, attachments)
         return RunStream(self, message=user_message(message), thread_id=thread_id, previous_run_id=previous_run_id,
                          auto_execute_tools=auto_execute_tools, max_steps=max_steps, run_options=options,
                          resume=resume, resume_attempts=resume_attempts)

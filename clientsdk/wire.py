@@ -129,6 +129,9 @@ class Message(WireModel):
     metadata: dict[str, Any] | None = None
     parent_message_id: str | None = None
     is_cancelled: bool | None = None
+    # The model's reasoning before the answer, as @tambo-ai/client names it (spec section 16).
+    reasoning: list[str] | None = None
+    reasoning_duration_ms: int | None = Field(default=None, alias="reasoningDurationMS")
 
 
 class ThreadWithMessages(Thread):
@@ -211,7 +214,9 @@ class AvailableComponent(RequestModel):
 
 
 class ClientTool(RequestModel):
-    name: Annotated[str, StringConstraints(pattern=r"^[a-zA-Z0-9_-]{1,64}$")]
+    # Any non-empty name (browser MCP tools are named like `github__search.repos`): providers are
+    # sent a safe alias (providers/tool_names.py), the client always sees its own name.
+    name: Annotated[str, StringConstraints(min_length=1, max_length=200)]
     description: str = ""
     input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
     output_schema: dict[str, Any] | None = None

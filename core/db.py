@@ -11,12 +11,16 @@ on one of `DB_THREADS` shared worker threads and gives the connection back as so
   connection, so the process holds at most `DB_THREADS` of them on the run path.
 
 A database that is down, refuses connections or has no connection left in the pool within
-`DB_POOL_TIMEOUT` raises `DatabaseUnavailable`: a Problem answered 503 with `Retry-After`.
+`DB_POOL_TIMEOUT` raises `DatabaseUnavailable`: a Problem answered 503 with `Retry-After`. Such a
+failure marks the database down (core/db_health.py): until it answers again every call raises
+`DatabaseUnavailable` at once, also the calls already queued for a thread, instead of each waiting
+for the pool.
 Nothing here is held while a run waits on the model: a call takes a thread only while it runs.
 """
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import logging
 import threading
@@ -26,12 +30,16 @@ from typing import Any, Callable, TypeVar
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connections
 
+from core import db_health
 from core.problems import DatabaseUnavailable, is_database_unavailable
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _executor: ThreadPoolExecutor | None = None
+# Set when tracing is on (telemetry/tracing.py): the worker then runs in the caller's context, so a
+# statement's span nests under the run or request that asked for it. Off, nothing is copied.
+propagate_context = False
 _executor_lock = threading.Lock()
 
 
@@ -53,7 +61,10 @@ async def db_call(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     whatever else `fn` raises. Cancelling the awaiting task does not stop `fn` once it started.
     """
     loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(executor(), functools.partial(_in_worker, fn, args, kwargs))
+    call = functools.partial(_in_worker, fn, args, kwargs)
+    if propagate_context:
+        call = functools.partial(contextvars.copy_context().run, call)
+    return await loop.run_in_executor(executor(), call)
 
 
 def run_sync(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
@@ -63,11 +74,15 @@ def run_sync(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
 
 
 def _in_worker(fn: Callable[..., T], args: tuple, kwargs: dict) -> T:
+    if db_health.known_down():
+        raise DatabaseUnavailable()  # checked here, not when queued: a queued call was waiting too
     try:
         return fn(*args, **kwargs)
     except (OperationalError, InterfaceError) as exc:
         # Connection refused or lost, pool exhausted (psycopg_pool.PoolTimeout), SQLite's "database
         # is locked": all say "not now", none is the caller's fault or a bug.
+        if db_health.is_outage(exc):
+            db_health.mark_down(type(exc.__cause__ or exc).__name__)
         raise DatabaseUnavailable() from exc
     finally:
         release_connections()

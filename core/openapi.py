@@ -42,7 +42,8 @@ _PROBLEM_DESCRIPTIONS = {
     "400": "Invalid request (`VALIDATION_ERROR` naming the field, `INVALID_CURSOR`, …).",
     "401": "Missing, unknown or revoked API key (`UNAUTHORIZED`).",
     "404": "Not found for this key and userKey (`THREAD_NOT_FOUND`, …); never reveals that it exists elsewhere.",
-    "409": "The thread has an active run (`CONCURRENT_RUN` or `RUN_ACTIVE`, with `currentRunId`).",
+    "409": "The thread has an active run (`CONCURRENT_RUN` or `RUN_ACTIVE`, with `currentRunId`); retry after "
+           "the `Retry-After` header's seconds.",
     "413": "The body is larger than the server's limit (`PAYLOAD_TOO_LARGE`).",
     "500": "An unexpected error (`INTERNAL_ERROR`); the body carries no details.",
     "503": "The database is unavailable or out of connections (`SERVICE_UNAVAILABLE`); retry after the "
@@ -51,7 +52,7 @@ _PROBLEM_DESCRIPTIONS = {
 
 def problem(status: str) -> dict[str, Any]:
     answer = {"description": _PROBLEM_DESCRIPTIONS[status], "content": {PROBLEM_CONTENT_TYPE: {"schema": PROBLEM_REF}}}
-    if status == "503":
+    if status in ("409", "503"):
         answer["headers"] = {"Retry-After": {"description": "Seconds to wait before retrying.",
                                              "schema": {"type": "integer"}}}
     return answer

@@ -60,6 +60,11 @@ def is_database_unavailable(exc: BaseException) -> bool:
     return isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError))
 
 
+# The Retry-After of a 409 for a thread another run holds: runs are seconds long, and a client that
+# waits on its own (the official ones retry on Retry-After) should look again soon.
+BUSY_RETRY_AFTER = 1
+
+
 class DatabaseUnavailable(Problem):
     """The database cannot be reached or has no free connection: 503 with Retry-After (DB_RETRY_AFTER)."""
 

@@ -5,6 +5,8 @@ from typing import AsyncIterator
 
 from django.http import StreamingHttpResponse
 
+from core import memory
+
 # No caching, and no buffering by a proxy in front (nginx honours X-Accel-Buffering): every event
 # must reach the client when it is written.
 SSE_HEADERS = {
@@ -24,13 +26,17 @@ class _SSEResponse(StreamingHttpResponse):
 
     async def __aiter__(self):
         chunks = self._iterator
+        memory.stream_opened()
         try:
             async for part in chunks:
                 yield self.make_bytes(part)
         finally:
-            close = getattr(chunks, "aclose", None)
-            if close is not None:
-                await close()
+            try:
+                close = getattr(chunks, "aclose", None)
+                if close is not None:
+                    await close()
+            finally:
+                memory.stream_closed()  # the last one gives freed memory back (core/memory.py)
 
 
 def sse_response(chunks: AsyncIterator[bytes]) -> StreamingHttpResponse:

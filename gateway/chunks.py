@@ -88,6 +88,8 @@ class CompletionBuilder:
         self.model = model
         self.text: list[str] = []
         self.calls: dict[int, dict[str, Any]] = {}
+        # Each call's argument fragments, joined once in `body`: `+=` per fragment would be quadratic.
+        self._arguments: dict[int, list[str]] = {}
         self.end: StepEnd | None = None
 
     def feed(self, delta: Delta) -> None:
@@ -96,13 +98,15 @@ class CompletionBuilder:
         elif isinstance(delta, ToolCallDelta):
             call = self.calls.setdefault(delta.index, {"id": delta.id or new_id("call"), "type": "function",
                                                        "function": {"name": delta.name or "", "arguments": ""}})
-            call["function"]["arguments"] += delta.arguments
+            self._arguments.setdefault(delta.index, []).append(delta.arguments)
         elif isinstance(delta, StepEnd):
             self.end = delta
 
     def body(self) -> dict[str, Any]:
         assert self.end is not None, "the step has not ended"
         message: dict[str, Any] = {"role": "assistant", "content": "".join(self.text) or None, "refusal": None}
+        for index, call in self.calls.items():
+            call["function"]["arguments"] = "".join(self._arguments.get(index, ()))
         if self.calls:
             message["tool_calls"] = [self.calls[index] for index in sorted(self.calls)]
         elif message["content"] is None:

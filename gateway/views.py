@@ -16,19 +16,23 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from core.db import db_call
 from core.input_guard import request_json
 from core.problems import Problem, is_database_unavailable, unavailable
 from core.sanity import InputError
 from core.sse import sse_response
 from gateway.chunks import DONE, ChunkEncoder, CompletionBuilder, sse_line
-from gateway.errors import (RATE_LIMIT, SERVER_ERROR, GatewayError, from_model_error, openai_error_body,
-                            openai_error_response, stream_error_body)
+from gateway.errors import (INVALID_REQUEST, RATE_LIMIT, SERVER_ERROR, GatewayError, from_model_error,
+                            openai_error_body, openai_error_response, stream_error_body)
 from gateway.models import model_get, model_list, model_resolve
 from gateway.ratelimit import rate_limit_hit
 from gateway.translate import parse_chat_request
+from projects import limits
 from projects.auth import Principal, principal_aresolve
+from projects.models_config import model_chain_for
 from providers import get_provider
 from providers.base import Delta, ModelError, StepEnd
+from telemetry.calls import metered
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +51,17 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
             raise GatewayError(429, "Too many requests for this API key; try again later.", type_=RATE_LIMIT,
                                code="rate_limit_exceeded", retry_after=wait)
         chat = parse_chat_request(_body(request))
-        route = model_resolve(requested=chat.model)
-        deltas = get_provider(route.provider).stream(chat.model_request(route.model))
+        await _admit(principal)
+        route = model_resolve(requested=chat.model, project=principal.project)
+        if route.project_model:
+            # The project's own models: the same fallbacks, keys and caps as its runs.
+            chain = model_chain_for(principal.project, requested=route.alias)
+            deltas = _counted(chain.stream(chat.model_request(None)), principal)
+        else:
+            deltas = _counted(get_provider(route.provider).stream(chat.model_request(route.model)), principal)
+        deltas = metered(deltas, project=principal.project,
+                         user_key=principal.session_user_key or principal.token_user_key or "",
+                         kind="gateway", model=route.model or route.alias, provider=route.provider)
         if not chat.stream:
             return JsonResponse(await _whole(deltas, route.alias))
         first = await _first(deltas)
@@ -67,14 +80,16 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
     return sse_response(_stream(encoder, first, deltas))
 
 
+@csrf_exempt  # a read: any other method must learn it is 405, not a CSRF failure
 async def models(request: HttpRequest, model_id: str | None = None) -> HttpResponse:
     """`GET /api/models` and `GET /api/models/{id}`: the allow-list in OpenAI's shape, so
     `client.models.list()` works. Same authentication as the completions."""
     if request.method != "GET":
         return _method_not_allowed("GET")
     try:
-        await _principal(request)
-        return JsonResponse(model_get(alias=model_id) if model_id is not None else model_list())
+        project = (await _principal(request)).project
+        return JsonResponse(model_get(alias=model_id, project=project) if model_id is not None
+                            else model_list(project))
     except GatewayError as error:
         return error.response()
 
@@ -93,7 +108,30 @@ async def _principal(request: HttpRequest) -> Principal:
         if problem.status == 401:
             raise GatewayError(401, "A valid project API key is required (Authorization: Bearer <key> or "
                                     "x-api-key).", code="invalid_api_key") from None
-        raise GatewayError(problem.status, problem.detail, code=problem.code.lower()) from None
+        # A 503 (the database is down) is the server's error, with when to try again.
+        raise GatewayError(problem.status, problem.detail, code=problem.code.lower(),
+                           type_=SERVER_ERROR if problem.status >= 500 else INVALID_REQUEST,
+                           retry_after=problem.extra.get("retryAfter")) from None
+
+
+async def _admit(principal: Principal) -> None:
+    """The project's run rate and token budget (projects/limits.py); the gateway names no end user."""
+    try:
+        await db_call(limits.call_admit, project=principal.project, user_key=None)
+    except Problem as problem:
+        raise GatewayError(problem.status, problem.detail, type_=RATE_LIMIT, code=problem.code.lower(),
+                           retry_after=problem.extra.get("retryAfter")) from None
+
+
+async def _counted(deltas: AsyncIterator[Delta], principal: Principal) -> AsyncIterator[Delta]:
+    """The provider's deltas; the call's tokens are counted against the budgets when its end arrives."""
+    try:
+        async for delta in deltas:
+            if isinstance(delta, StepEnd) and delta.usage:
+                await db_call(limits.call_record, project=principal.project, user_key=None, usage=delta.usage)
+            yield delta
+    finally:
+        await deltas.aclose()
 
 
 def _body(request: HttpRequest) -> Any:

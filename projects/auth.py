@@ -4,6 +4,7 @@ Every entry point resolves a `Principal` here and passes it to the services, whi
 query by (project, user key). A session user gets a fixed user key of its own, so the browser page
 can never act as another end user; an API-key caller names the end user with `userKey`, or carries
 an access token from `/oauth/token` (`Authorization: Bearer`, projects/user_tokens.py) that names it.
+The three are kept apart in what is stored (projects/identities.py).
 """
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from rest_framework import authentication
 
 from core.db import db_call
 from core.problems import Problem, validation_error
-from projects import user_tokens
+from projects import access, identities, user_tokens
+from projects.key_lookup import KEY_LOOKUP
 from projects.models import ApiKey, Project, hash_api_key
 
 UNAUTHORIZED = Problem(401, "UNAUTHORIZED", "A valid x-api-key header is required.")
@@ -28,7 +30,7 @@ class Principal:
     # Set for browser sessions: the only user key this caller may act as.
     session_user_key: str | None = None
     api_key_id: int | None = None
-    # Set for bearer access tokens: the end user the token names.
+    # Set for bearer access tokens: the stored key of the end user the token names.
     token_user_key: str | None = None
     # DRF's IsAuthenticated reads this from `request.user`, which is the principal.
     is_authenticated = True
@@ -41,16 +43,22 @@ class Principal:
             return self._token_user(raw)
         if not isinstance(raw, str) or not raw.strip():
             raise validation_error("userKey is required.", field="userKey")
+        access.user_key_allowed(self.project)
         value = raw.strip()
-        if len(value) > 256:
-            raise validation_error("userKey must be at most 256 characters.", field="userKey")
+        if len(value) > identities.USER_KEY_MAX_LENGTH:
+            raise validation_error(f"userKey must be at most {identities.USER_KEY_MAX_LENGTH} characters.",
+                                   field="userKey")
+        if identities.is_reserved(value):
+            # Else a copied key could name a token user or a page login (projects/identities.py).
+            raise validation_error("userKey must not begin with "
+                                   f"{' or '.join(map(repr, identities.RESERVED_PREFIXES))}.", field="userKey")
         return value
 
     def _token_user(self, raw: object) -> str:
         # The official clients send no userKey with a token; one that is sent must name the same user.
         if raw is None or (isinstance(raw, str) and not raw.strip()):
             return self.token_user_key
-        if not isinstance(raw, str) or raw.strip() != self.token_user_key:
+        if not isinstance(raw, str) or raw.strip() != identities.user_key_shown(self.token_user_key):
             raise validation_error("userKey differs from the user of the bearer token.", field="userKey")
         return self.token_user_key
 
@@ -84,8 +92,10 @@ def _has_credentials(meta: dict) -> bool:
 
 
 def api_key_find(raw_key: str) -> ApiKey | None:
-    """The unrevoked key with this value, with its project; writes nothing."""
-    return ApiKey.objects.select_related("project").filter(hashed_key=hash_api_key(raw_key), revoked=False).first()
+    """The unrevoked key with this value, with its project; writes nothing. One statement, not
+    compiled per call (projects/key_lookup.py)."""
+    found = KEY_LOOKUP.find(raw_key)
+    return found[0] if found is not None else None
 
 
 def api_key_touch(key: ApiKey) -> None:
@@ -95,7 +105,11 @@ def api_key_touch(key: ApiKey) -> None:
 
 
 def principal_for_key(raw_key: str) -> Principal | None:
-    key = api_key_find(raw_key)
+    return principal_of_key(api_key_find(raw_key))
+
+
+def principal_of_key(key: ApiKey | None) -> Principal | None:
+    """The caller of a key already looked up (None: no such unrevoked key)."""
     if key is None:
         return None
     api_key_touch(key)
@@ -107,13 +121,15 @@ def principal_for_bearer(token: str, raw_key: str | None) -> Principal:
     API key it was issued through (revoking that key ends its tokens at once), and, when an x-api-key
     comes with it, that both belong to the same project. Raises 401 Problem."""
     try:
-        claims = user_tokens.access_token_read(token)
+        # Unverified, to find the project whose secret verifies it; verified before anything is used.
+        said = user_tokens.access_token_peek(token)
+        issuer = ApiKey.objects.select_related("project").filter(
+            pk=said.api_key_id, project_id=said.project_id, revoked=False).first()
+        if issuer is None:
+            raise Problem(401, "UNAUTHORIZED", "The API key this access token was issued through is revoked.")
+        claims = user_tokens.access_token_verify(token, issuer.project)
     except user_tokens.AccessTokenInvalid as exc:
         raise Problem(401, "UNAUTHORIZED", str(exc)) from None
-    issuer = ApiKey.objects.select_related("project").filter(
-        pk=claims.api_key_id, project_id=claims.project_id, revoked=False).first()
-    if issuer is None:
-        raise Problem(401, "UNAUTHORIZED", "The API key this access token was issued through is revoked.")
     if raw_key is not None:
         key = issuer if issuer.hashed_key == hash_api_key(raw_key) else api_key_find(raw_key)
         if key is None:
@@ -121,14 +137,15 @@ def principal_for_bearer(token: str, raw_key: str | None) -> Principal:
         if key.project_id != issuer.project_id:
             raise Problem(401, "UNAUTHORIZED", "The bearer access token belongs to another project.")
     api_key_touch(issuer)
-    return Principal(project=issuer.project, api_key_id=issuer.pk, token_user_key=claims.user_key)
+    return Principal(project=issuer.project, api_key_id=issuer.pk,
+                     token_user_key=identities.token_user(claims.user_key))
 
 
 def principal_for_user(user) -> Principal:
     project = user.tambo_projects.order_by("created_at").first()
     if project is None:
         project, _ = Project.objects.get_or_create(name=settings.WEB_PROJECT_NAME)
-    return Principal(project=project, session_user_key=f"web-user-{user.pk}")
+    return Principal(project=project, session_user_key=identities.login_user(user.pk))
 
 
 def _csrf_failure(request) -> bool:
@@ -142,11 +159,14 @@ def principal_resolve(request) -> Principal:
     raw = _key_from_headers(request.META)
     bearer = _bearer_from_headers(request.META)
     if bearer:
-        return principal_for_bearer(bearer, raw)
+        principal = principal_for_bearer(bearer, raw)
+        access.origin_check(principal.project, request.META)
+        return principal
     if raw:
         principal = principal_for_key(raw)
         if principal is None:
             raise UNAUTHORIZED
+        access.origin_check(principal.project, request.META)
         return principal
     user = getattr(request, "user", None)
     if user is not None and user.is_authenticated:

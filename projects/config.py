@@ -30,6 +30,16 @@ def _check_env_ref(value: str) -> str:
     return value
 
 
+_ORIGIN = re.compile(r"^https?://[^/\s?#]+$", re.IGNORECASE)
+
+
+def _check_origin(value: str) -> str:
+    # What a browser sends in `Origin`; `null` and `*` name no site (projects/access.py).
+    if not _ORIGIN.match(value.strip().rstrip("/")):
+        raise ValueError("an allowed origin is scheme://host[:port], e.g. https://app.example.com (no path)")
+    return value
+
+
 # A secret: `env:NAME` (resolved at use) or a value to be stored encrypted.
 Secret = Annotated[str, AfterValidator(_check_env_ref)]
 
@@ -65,7 +75,7 @@ class ProjectSettings(SettingsModel):
 
     allow_system_prompt_override: bool = False
     token_required: bool = False
-    allowed_origins: list[str] = Field(default_factory=list)
+    allowed_origins: list[Annotated[str, AfterValidator(_check_origin)]] = Field(default_factory=list)
     models: list[ModelSpec] = Field(default_factory=list)
     allowed_models: list[str] = Field(default_factory=list)
     max_input_tokens: int | None = Field(default=None, gt=0)

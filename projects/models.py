@@ -17,6 +17,10 @@ def _project_id() -> str:
     return new_id("proj")
 
 
+def new_access_token_secret() -> str:
+    return secrets.token_urlsafe(48)
+
+
 class Project(models.Model):
     id = models.CharField(primary_key=True, max_length=40, default=_project_id, editable=False)
     name = models.CharField(max_length=200, unique=True)
@@ -46,6 +50,9 @@ class Project(models.Model):
                                            help_text="Required `aud` of user tokens (empty: not checked).")
     user_token_claim = models.CharField(max_length=100, default="sub",
                                         help_text="The claim that names the end user.")
+    # Signs this project's access tokens (projects/user_tokens.py): random, never derived from
+    # SECRET_KEY; `manage.py rotate_access_token_secret` replaces it, ending every token issued.
+    access_token_secret = models.CharField(max_length=128, default=new_access_token_secret, editable=False)
 
     def __str__(self) -> str:
         return self.name
@@ -83,3 +90,7 @@ class ApiKey(models.Model):
             project=project, name=name, prefix=raw[:11], hashed_key=hash_api_key(raw)
         )
         return key, raw
+
+
+# The limits' counters live in a module of their own (projects/limits.py); imported so Django finds them.
+from projects.limit_models import LimitCounter  # noqa: E402,F401

@@ -15,13 +15,16 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
 import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
 from django.conf import settings
-from django.utils.crypto import salted_hmac
+
+from core.sanity import InputError, check_text
 
 LEEWAY_SECONDS = 60
 ACCESS_TOKEN_MAX_SECONDS = 3600
@@ -125,6 +128,48 @@ _jwks_clients: dict[tuple[str, float, float], jwt.PyJWKClient] = {}
 _jwks_clients_lock = threading.Lock()
 
 
+# A failed fetch of a JWKS is remembered this long: exchanges meanwhile are refused at once, instead of
+# each fetching again (10 exchanges against a JWKS that hangs once took 3, 6 … 30 s, one after another).
+JWKS_FAILURE_SECONDS = 5.0
+
+
+class _GuardedJWKClient(jwt.PyJWKClient):
+    """PyJWKClient whose fetch has a deadline over the whole exchange, and remembers a failure.
+
+    PyJWKClient's own timeout is urllib's, per socket operation: a JWKS that trickles a byte every
+    2 s held an exchange for over 40 s with a 3 s timeout. Here the fetch runs on a thread of its own
+    and the caller waits at most `timeout` for all of it; a fetch still running is not started again
+    (its late answer still fills the cache). Fetches are already one at a time: PyJWKClient holds its
+    lock around them.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._failed_at: float | None = None
+        self._flight: Future | None = None
+
+    def fetch_data(self):
+        if self._failed_at is not None and time.monotonic() - self._failed_at < JWKS_FAILURE_SECONDS:
+            raise jwt.PyJWKClientConnectionError("The JWKS URL failed moments ago.")
+        if self._flight is None or self._flight.done():
+            self._flight = Future()
+            threading.Thread(target=self._fetch_into, args=(self._flight,), name="jwks-fetch", daemon=True).start()
+        try:
+            return self._flight.result(timeout=self.timeout)
+        except FutureTimeout:
+            self._failed_at = time.monotonic()
+            raise jwt.PyJWKClientConnectionError(f"The JWKS URL did not answer within {self.timeout} s.") from None
+        except jwt.PyJWKClientConnectionError:
+            self._failed_at = time.monotonic()
+            raise
+
+    def _fetch_into(self, flight: Future) -> None:
+        try:
+            flight.set_result(super().fetch_data())
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
+            flight.set_exception(exc)
+
+
 def _jwks_client(url: str) -> jwt.PyJWKClient:
     """One client per JWKS URL and process, so its cache of the key set is shared by all requests.
 
@@ -138,8 +183,8 @@ def _jwks_client(url: str) -> jwt.PyJWKClient:
     with _jwks_clients_lock:
         client = _jwks_clients.get(cache_key)
         if client is None:
-            client = jwt.PyJWKClient(url, cache_jwk_set=True, lifespan=300, timeout=timeout,
-                                     cooldown_duration=cooldown)
+            client = _GuardedJWKClient(url, cache_jwk_set=True, lifespan=300, timeout=timeout,
+                                       cooldown_duration=cooldown)
             _jwks_clients[cache_key] = client
         return client
 
@@ -210,51 +255,79 @@ def subject_token_verify(*, project, token: str) -> Subject:
     if not isinstance(user, str) or not user.strip() or len(user.strip()) > USER_KEY_MAX_LENGTH:
         raise TokenRefused("invalid_grant", f"The subject token's `{project.user_token_claim}` claim must be a "
                                             f"non-empty string of at most {USER_KEY_MAX_LENGTH} characters.")
+    try:
+        # The same checks as a userKey: a NUL or a lone surrogate, once in an access token, would
+        # make every later call with it fail (it can be neither stored nor encoded).
+        check_text(user, project.user_token_claim)
+    except InputError as exc:
+        raise TokenRefused("invalid_grant", f"The subject token's {exc.detail}") from None
     # PyJWT has checked that `exp` is a number.
     return Subject(user_key=user.strip(), expires_at=int(claims["exp"]))
 
 
 # --- Access tokens ----------------------------------------------------------------------------
 
-def _access_key(project_id: str) -> bytes:
-    # Derived from SECRET_KEY for each project rather than stored: there is no secret in the database
-    # to leak or back up, a token minted for one project cannot verify under another's key, and
-    # rotating SECRET_KEY ends every access token at once (they live an hour at most anyway).
-    # The salt still names this module's old place (tambo_project/): changing it would end every
-    # access token already issued, for no gain.
-    return salted_hmac("tambo_project.user_tokens.access_token", project_id, algorithm="sha256").digest()
+def _access_key(project) -> bytes:
+    # The project's own random secret (Project.access_token_secret), stored and rotatable
+    # (`manage.py rotate_access_token_secret`): never derived from SECRET_KEY, whose development
+    # default is public, so knowing the code and a token's claims never lets anyone sign another.
+    # A token minted for one project cannot verify under another's key.
+    return project.access_token_secret.encode()
 
 
-def access_token_issue(*, project_id: str, user_key: str, api_key_id: int, subject_expires_at: int) -> IssuedToken:
+def access_token_issue(*, project, user_key: str, api_key_id: int, subject_expires_at: int) -> IssuedToken:
     """Signs an access token for (project, user) through one API key; never outlives the subject token."""
     now = int(time.time())
     expires_at = min(now + ACCESS_TOKEN_MAX_SECONDS, subject_expires_at)
     if expires_at <= now:
         # Accepted within the leeway, but an access token must never run past the subject token.
         raise TokenRefused("invalid_grant", "The subject token has expired.")
-    claims = {"iss": project_id, "aud": ACCESS_TOKEN_AUDIENCE, "sub": user_key, "akid": api_key_id,
+    claims = {"iss": project.pk, "aud": ACCESS_TOKEN_AUDIENCE, "sub": user_key, "akid": api_key_id,
               "iat": now, "exp": expires_at, "jti": uuid.uuid4().hex}
-    token = jwt.encode(claims, _access_key(project_id), algorithm="HS256")
+    token = jwt.encode(claims, _access_key(project), algorithm="HS256")
     return IssuedToken(token=token, expires_in=expires_at - now)
 
 
-def access_token_read(token: str) -> AccessClaims:
-    """Verifies an access token this server issued. Raises AccessTokenInvalid; reads no database."""
+_NOT_OURS = "The bearer token is not a valid access token of this server."
+
+
+def access_token_peek(token: str) -> AccessClaims:
+    """The claims an access token says it has, NOT verified: only to find the key to verify it with
+    (`access_token_verify`). Raises AccessTokenInvalid; reads no database."""
     try:
-        # Unverified only to learn which project's key to verify with; everything is verified next.
-        project_id = jwt.decode(token, options={"verify_signature": False}).get("iss")
-        if not isinstance(project_id, str) or not 0 < len(project_id) <= 40:
-            raise AccessTokenInvalid("The bearer token is not an access token of this server.")
+        claims = jwt.decode(token, options={"verify_signature": False})
+    except jwt.PyJWTError:
+        raise AccessTokenInvalid(_NOT_OURS) from None
+    project_id, user, api_key_id = claims.get("iss"), claims.get("sub"), claims.get("akid")
+    if not isinstance(project_id, str) or not 0 < len(project_id) <= 40:
+        raise AccessTokenInvalid("The bearer token is not an access token of this server.")
+    if not isinstance(user, str) or not user or not isinstance(api_key_id, int) or isinstance(api_key_id, bool):
+        raise AccessTokenInvalid(_NOT_OURS)
+    return AccessClaims(project_id=project_id, user_key=user, api_key_id=api_key_id)
+
+
+def access_token_verify(token: str, project) -> AccessClaims:
+    """Verifies an access token this server issued for `project`. Raises AccessTokenInvalid."""
+    try:
         # The leeway is for server processes on other hosts whose clocks differ a little: PyJWT
         # refuses an `iat` in the future, which a token issued a moment ago elsewhere can have.
-        claims = jwt.decode(token, _access_key(project_id), algorithms=["HS256"], issuer=project_id,
+        claims = jwt.decode(token, _access_key(project), algorithms=["HS256"], issuer=project.pk,
                             audience=ACCESS_TOKEN_AUDIENCE, leeway=ACCESS_TOKEN_LEEWAY_SECONDS,
                             options={"require": ["iss", "aud", "sub", "akid", "iat", "exp", "jti"]})
     except jwt.ExpiredSignatureError:
         raise AccessTokenInvalid("The bearer access token has expired; exchange a new one at /oauth/token.") from None
     except jwt.PyJWTError:
-        raise AccessTokenInvalid("The bearer token is not a valid access token of this server.") from None
+        raise AccessTokenInvalid(_NOT_OURS) from None
     user, api_key_id = claims["sub"], claims["akid"]
     if not isinstance(user, str) or not user or not isinstance(api_key_id, int):
-        raise AccessTokenInvalid("The bearer token is not a valid access token of this server.")
-    return AccessClaims(project_id=project_id, user_key=user, api_key_id=api_key_id)
+        raise AccessTokenInvalid(_NOT_OURS)
+    return AccessClaims(project_id=project.pk, user_key=user, api_key_id=api_key_id)
+
+
+def access_token_secret_rotate(*, project) -> None:
+    """Gives the project a new random access-token secret (one UPDATE): every access token issued for
+    it stops verifying at once, and its apps exchange their user tokens again."""
+    from projects.models import Project, new_access_token_secret
+
+    project.access_token_secret = new_access_token_secret()
+    Project.objects.filter(pk=project.pk).update(access_token_secret=project.access_token_secret)

@@ -1,15 +1,32 @@
-"""Model providers, chosen by settings (the pattern of django.contrib.sessions.backends)."""
+"""Model providers, one module each, chosen per call by the endpoint a project's model names (the
+pattern of django.contrib.sessions.backends). The server's environment (`MODEL_PROVIDER`,
+`OPENAI_*`, `ANTHROPIC_*`) is the default endpoint of projects that configure no models."""
 from __future__ import annotations
 
 from functools import lru_cache
 
 from django.conf import settings
 
-from providers.base import Provider
+from providers.base import Endpoint, Provider
+
+PROVIDERS = ("openai", "anthropic", "offline")
+
+
+def default_endpoint(name: str | None = None) -> Endpoint:
+    """The server-wide endpoint of a provider, from the environment."""
+    name = name or settings.MODEL_PROVIDER
+    if name == "openai":
+        return Endpoint("openai", settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY or None,
+                        settings.OPENAI_TIMEOUT)
+    if name == "anthropic":
+        return Endpoint("anthropic", settings.ANTHROPIC_BASE_URL, settings.ANTHROPIC_API_KEY or None,
+                        settings.OPENAI_TIMEOUT)
+    return Endpoint(name)
 
 
 def get_provider(name: str | None = None) -> Provider:
-    return _provider(name or settings.MODEL_PROVIDER)
+    """The provider of the server-wide default endpoint (of `name`, else MODEL_PROVIDER)."""
+    return provider_for(default_endpoint(name))
 
 
 async def providers_close() -> None:
@@ -23,30 +40,36 @@ async def providers_close() -> None:
 _made: list[Provider] = []
 
 
-def _provider(name: str) -> Provider:
-    provider = _cached_provider(name)
+def provider_for(endpoint: Endpoint) -> Provider:
+    """One provider per (process, endpoint): its client keeps the endpoint's pooled connections."""
+    provider = _provider_for(endpoint)
     if provider not in _made:
         _made.append(provider)
     return provider
 
 
-@lru_cache(maxsize=8)
-def _cached_provider(name: str) -> Provider:
-    # Only the chosen provider's module is imported: the openai SDK is a slow import that an
+@lru_cache(maxsize=64)
+def _provider_for(endpoint: Endpoint) -> Provider:
+    # Only the chosen provider's module is imported: the vendor SDKs are slow imports that an
     # offline server never needs.
-    if name == "offline":
+    if endpoint.provider == "offline":
         from providers.offline import OfflineProvider
 
         return OfflineProvider(delay=settings.OFFLINE_MODEL_DELAY)
-    if name == "openai":
+    if endpoint.provider == "openai":
         from providers.openai_provider import OpenAIProvider
 
-        return OpenAIProvider(api_key=settings.OPENAI_API_KEY or "not-needed", base_url=settings.OPENAI_BASE_URL,
-                              default_model=settings.OPENAI_MODEL, timeout=settings.OPENAI_TIMEOUT)
-    raise ValueError(f"Unknown model provider {name!r}")
+        return OpenAIProvider(api_key=endpoint.api_key or "not-needed", base_url=endpoint.base_url,
+                              default_model=settings.OPENAI_MODEL, timeout=endpoint.timeout)
+    if endpoint.provider == "anthropic":
+        from providers.anthropic_provider import AnthropicProvider
+
+        return AnthropicProvider(api_key=endpoint.api_key or "not-needed", base_url=endpoint.base_url,
+                                 default_model=settings.ANTHROPIC_MODEL, timeout=endpoint.timeout)
+    raise ValueError(f"Unknown model provider {endpoint.provider!r}")
 
 
 def reset_providers() -> None:
     """For tests that change provider settings."""
-    _cached_provider.cache_clear()
+    _provider_for.cache_clear()
     _made.clear()

@@ -3,7 +3,22 @@
 The advance loop (runs/loop.py) and the chat-completions gateway both speak to a model through this
 interface. Messages are in OpenAI chat-completions form (the lingua franca of model APIs), so a
 provider for an OpenAI-compatible endpoint is a thin adapter and the offline model reads the same
-shapes the real one does.
+shapes the real one does. Every other provider (providers/anthropic_provider.py) translates from it.
+
+The input messages (`ModelRequest.messages`):
+- `{"role": "system", "content": str}`;
+- `{"role": "user", "content": str | list[part]}`, where a part is one of OpenAI's content parts:
+  `{"type": "text", "text": str}`,
+  `{"type": "image_url", "image_url": {"url": "data:<mime>;base64,<data>" | "https://…"}}`,
+  `{"type": "file", "file": {"file_data": "data:<mime>;base64,<data>", "filename": str}}`
+  (a PDF or another document), so images and files reach every provider in one form;
+- `{"role": "assistant", "content": str | None, "tool_calls": [{"id", "type": "function",
+  "function": {"name", "arguments": str}}]}`;
+- `{"role": "tool", "tool_call_id": str, "content": str | list[part]}`.
+
+What a call goes to (`ModelTarget`: provider, model, base URL, key, parameters) is the run's project's
+choice (projects/models_config.py), with the server's environment as the default; `providers.
+provider_for(endpoint)` keeps one provider object, and so one pooled client, per (process, endpoint).
 """
 from __future__ import annotations
 
@@ -35,6 +50,52 @@ class ModelRequest:
     # For `complete` only: ask for a JSON object as the whole answer (OpenAI's JSON mode).
     json_output: bool = False
     task: ModelTask | None = None
+    # Further vendor parameters (top_p, stop, reasoning_effort, thinking…), already merged run over
+    # project over server; each provider sends them as its API names them.
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where, and as whom, calls go. Hashable: providers (and their HTTP clients) are kept per endpoint."""
+
+    provider: str  # "openai" | "anthropic" | "offline"
+    base_url: str | None = None
+    api_key: str | None = None  # resolved: never an `env:` reference or a ciphertext
+    timeout: float = 60.0
+
+
+class MissingSecret(Exception):
+    """A key configured as `env:NAME` whose variable is not set when the call is made."""
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.name = name
+
+
+@dataclass(frozen=True)
+class ModelTarget:
+    """One model of a project's list: the first answers, the others are fallbacks (spec section 16).
+
+    `key` resolves the API key when the call is made (an `env:` reference is read then, a stored
+    secret decrypted then); it raises MissingSecret for an unset variable.
+    """
+
+    provider: str
+    model: str
+    base_url: str | None = None
+    key: Any = None  # a callable () -> str | None, or None for the server's default key
+    parameters: dict[str, Any] = field(default_factory=dict)
+    timeout: float = 60.0
+
+    @property
+    def label(self) -> str:
+        """`provider:model`, as runs and the admin show which model answered."""
+        return f"{self.provider}:{self.model}"
+
+    def endpoint(self) -> Endpoint:
+        return Endpoint(self.provider, self.base_url, self.key() if callable(self.key) else self.key,
+                        self.timeout)
 
 
 @dataclass(frozen=True)
@@ -81,13 +142,23 @@ class StepEnd:
     usage: dict[str, int] | None = None  # {"prompt_tokens", "completion_tokens", "total_tokens"}
 
 
-Delta = Union[TextDelta, ToolCallDelta, StepEnd]
+@dataclass(frozen=True)
+class ReasoningDelta:
+    """A fragment of the model's reasoning (OpenAI-compatible `reasoning_content`/`reasoning`,
+    Anthropic thinking blocks). `block` numbers the reasoning blocks of one step, from 0."""
+
+    text: str
+    block: int = 0
+
+
+Delta = Union[TextDelta, ReasoningDelta, ToolCallDelta, StepEnd]
 
 
 class ModelError(Exception):
     """A provider failure, already made safe to show: `message` never holds keys or raw exception text.
 
-    `code` is one of LLM_RATE_LIMITED, LLM_CLIENT_ERROR, LLM_SERVER_ERROR (docs/protocol.md#the-event-stream).
+    `code` is one of LLM_RATE_LIMITED, LLM_CLIENT_ERROR, LLM_SERVER_ERROR (docs/protocol.md#the-event-stream), or
+    MISSING_ENV_VARIABLE (a key's `env:` variable is not set; the message names it, never a value).
     """
 
     def __init__(self, code: str, message: str, *, retryable: bool, status: int | None = None,

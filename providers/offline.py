@@ -28,6 +28,7 @@ from providers.base import (Completion, Delta, ModelError, ModelRequest, ModelTo
 from providers.offline_tasks import task_answer
 
 SLOW_WORDS = 200
+_IMAGE_LABEL = re.compile(r"\[image: (.+)\]")  # runs/media.py puts one before a named image
 
 
 COMPONENT_PREFIX = "show_component_"  # runs.history.component_tool_name; providers import no Django apps
@@ -78,7 +79,7 @@ class OfflineProvider:
                                         name=tool.name if n == 0 else None, arguments=piece)
             yield StepEnd("tool_calls", _usage(request, 10))
             return
-        async for delta in self._text(_echo(text, request.tools), self.delay):
+        async for delta in self._text(_echo(text, request.tools, _attachments(last)), self.delay):
             yield delta
 
     async def complete(self, request: ModelRequest) -> Completion:
@@ -111,7 +112,9 @@ def _text_of(message: dict[str, Any]) -> str:
     content = message.get("content") or ""
     if isinstance(content, str):
         return content
-    return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    # The history's `[image: name]` labels are said back under "I received", not as the user's words.
+    return "".join(part.get("text", "") for part in content
+                   if isinstance(part, dict) and not _IMAGE_LABEL.fullmatch(part.get("text", "")))
 
 
 def _tool_report(messages: list[dict[str, Any]]) -> str:
@@ -177,7 +180,41 @@ def _example(schema: dict[str, Any]) -> Any:
     return None
 
 
-def _echo(text: str, tools: list[ModelTool]) -> str:
+def _attachments(message: dict[str, Any]) -> list[str]:
+    """What the user attached, in words: 'image/png, 1234 bytes' (a URL for a linked image), the name
+    first when the part has one (the text label before an image, a file's filename)."""
+    content = message.get("content")
+    if isinstance(content, str) or not content:
+        return []
+    found, label = [], None
+    for part in content:
+        kind = part.get("type")
+        if kind == "text":
+            named = _IMAGE_LABEL.fullmatch(part.get("text", ""))
+            label = named.group(1) if named else None
+            continue
+        if kind == "image_url":
+            found.append(_described("image", label, part["image_url"]["url"]))
+        elif kind == "file":
+            found.append(_described("file", part["file"].get("filename"), part["file"].get("file_data", "")))
+        label = None
+    return found
+
+
+def _described(kind: str, name: str | None, url: str) -> str:
+    data = re.match(r"data:([^;,]+);base64,", url)
+    if data is None:
+        what = f"{kind} at {url}"
+    else:
+        encoded = len(url) - data.end()
+        size = encoded * 3 // 4 - url[-2:].count("=")
+        what = f"{kind} ({data.group(1)}, {size} bytes)"
+    return f"{what.split(' ', 1)[0]} {name} {what.split(' ', 1)[1]}" if name else what
+
+
+def _echo(text: str, tools: list[ModelTool], attachments: list[str] | None = None) -> str:
+    if attachments:
+        text = f"{text}\n\nI received: {'; '.join(attachments)}."
     if tools:
         names = ", ".join(tool.display_name or tool.name for tool in tools)
         offered = f"I was offered these tools: {names}; name one in your message to call it."

@@ -13,8 +13,8 @@ import openai
 import orjson
 
 from clientsdk.retry_after import retry_after_seconds
-from providers.base import (Completion, Delta, ModelError, ModelRequest, ModelTool, StepEnd, TextDelta,
-                            ToolCallDelta)
+from providers.base import (Completion, Delta, ModelError, ModelRequest, ModelTool, ReasoningDelta, StepEnd,
+                            TextDelta, ToolCallDelta)
 
 _TOOL_CHOICE_WORDS = ("auto", "required", "none")
 
@@ -183,7 +183,8 @@ async def sse_payloads(body: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
 def completion_params(request: ModelRequest, *, default_model: str) -> dict[str, Any]:
     """The keyword arguments of `chat.completions.create` for one non-streamed answer without tools."""
     params = request_params(ModelRequest(messages=request.messages, model=request.model,
-                                         max_tokens=request.max_tokens, temperature=request.temperature),
+                                         max_tokens=request.max_tokens, temperature=request.temperature,
+                                         parameters=request.parameters),
                             default_model=default_model)
     del params["stream_options"]
     params["stream"] = False
@@ -204,6 +205,10 @@ def request_params(request: ModelRequest, *, default_model: str) -> dict[str, An
         params["max_tokens"] = request.max_tokens
     if request.temperature is not None:
         params["temperature"] = request.temperature
+    if request.parameters:
+        # The project's and server's further parameters, as the endpoint names them (top_p, seed,
+        # reasoning_effort…): merged into the body by the client, whatever its version names.
+        params["extra_body"] = dict(request.parameters)
     # OpenAI answers 400 to a tool_choice without tools, so both go together or not at all.
     if request.tools:
         params["tools"] = [openai_tool(tool) for tool in request.tools]
@@ -259,6 +264,11 @@ class _StepFold:
 
     def _deltas(self, delta: dict[str, Any]) -> list[Delta]:
         out: list[Delta] = []
+        # Reasoning models behind OpenAI-compatible endpoints stream their reasoning as
+        # `reasoning_content` (DeepSeek, vLLM, Ollama) or `reasoning` (OpenRouter, Groq).
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            out.append(ReasoningDelta(reasoning))
         content = delta.get("content")
         if content:
             out.append(TextDelta(content))

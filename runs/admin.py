@@ -1,9 +1,12 @@
-"""Admin: runs, on their own pages and on their thread's page."""
+"""Admin: runs, on their own pages and above their messages in their thread's conversation."""
 from django.conf import settings
 from django.contrib import admin
+from django.contrib.admin.utils import quote
+from django.urls import reverse
 
 from runs.models import Run
-from threads.admin import ThreadAdmin
+from telemetry.models import Usage
+from threads.admin import ReadOnly, ThreadAdmin
 from threads.models import Thread
 
 
@@ -34,8 +37,26 @@ def run_tokens(run: Run) -> str:
     return ", ".join(parts) or str(usage)
 
 
+def run_facts(run: Run, usage: Usage | None) -> dict:
+    """What the thread's conversation shows above a run's messages."""
+    return {
+        "id": run.id, "status": run.status, "model": run_model(run),
+        "provider": getattr(run, "provider", None) or (usage.provider if usage else None),
+        "fallbacks": getattr(run, "fallbacks", None),
+        "tokens": run_tokens(run), "reasoning_tokens": usage.reasoning_tokens if usage else None,
+        "ttft": f"{usage.ttft_ms} ms" if usage and usage.ttft_ms is not None else "—",
+        "duration": run_duration(run), "error_code": run.error_code, "error_message": run.error_message,
+        "failed": run.status == Run.Status.FAILED, "cancelled": run.status == Run.Status.CANCELLED,
+        "created_at": run.created_at, "admin_url": admin_url_of(run),
+    }
+
+
+def admin_url_of(run: Run) -> str:
+    return reverse("admin:runs_run_change", args=[quote(run.pk)])
+
+
 class RunFacts:
-    """The run's model, duration and token usage as admin columns (the run page and the thread's inline)."""
+    """The run's model, duration and token usage as admin columns."""
 
     @admin.display(description="model")
     def model_used(self, obj):
@@ -51,7 +72,7 @@ class RunFacts:
 
 
 @admin.register(Run)
-class RunAdmin(RunFacts, admin.ModelAdmin):
+class RunAdmin(ReadOnly, RunFacts, admin.ModelAdmin):
     list_display = ("id", "thread", "status", "model_used", "duration", "tokens", "error_code", "created_at")
     list_filter = ("status",)
     search_fields = ("id", "thread__id", "error_code", "error_message")
@@ -62,30 +83,18 @@ class RunAdmin(RunFacts, admin.ModelAdmin):
     exclude = ("model",)
 
 
-class RunInline(RunFacts, admin.TabularInline):
-    model = Run
-    fk_name = "thread"
-    extra = 0
-    can_delete = False
-    ordering = ("created_at", "id")  # ids are random: time is the only meaningful order
-    fields = ("id", "status", "previous_run", "model_used", "duration", "tokens", "error_code", "error_message",
-              "cancel_requested", "started_at", "finished_at")
-    readonly_fields = fields
-    show_change_link = True
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-
 class ThreadWithRunsAdmin(ThreadAdmin):
-    """The thread page with its runs below its messages.
+    """The thread page with each run's facts above its messages.
 
-    threads/admin.py cannot show runs itself (threads must not import runs), so the thread admin is
-    registered again here with the run inline added; importing threads.admin above guarantees it is
+    threads/admin.py cannot read runs itself (threads must not import runs), so the thread admin is
+    registered again here with the run facts added; importing threads.admin above guarantees it is
     registered first, whatever the order in which the admin discovers the apps.
     """
 
-    inlines = [*ThreadAdmin.inlines, RunInline]
+    def conversation_runs(self, thread: Thread) -> dict[str, dict]:
+        runs = list(Run.objects.filter(thread=thread).order_by("created_at", "id"))
+        usage = {u.run_id: u for u in Usage.objects.filter(run_id__in=[r.id for r in runs])}
+        return {run.id: run_facts(run, usage.get(run.id)) for run in runs}
 
 
 admin.site.unregister(Thread)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from runs.media import content_parts
 from threads.content import block_text
 from threads.models import Message
 
@@ -28,10 +29,21 @@ def result_text(result_block: dict[str, Any]) -> str:
     return text
 
 
-def build_model_messages(system_prompt: str, messages: list[Message]) -> list[dict[str, Any]]:
+def build_model_messages(system_prompt: str, messages: list[Message], *,
+                         allow_override: bool = False) -> list[dict[str, Any]]:
+    """The model's input: the project's instructions, then the thread. A stored system message reaches
+    the model only when the project allows system prompt overrides (`allowSystemPromptOverride`); then
+    a thread's first message, when it is one, replaces the project's instructions (as on the reference).
+    Without the setting, system messages a client stored (through AG-UI, or before /v1 refused them)
+    never reach the model: anyone with the public key could otherwise add instructions."""
+    if allow_override and messages and messages[0].role == Message.Role.SYSTEM:
+        system_prompt = "\n".join(block_text(b) for b in messages[0].content) or system_prompt
+        messages = messages[1:]
     out: list[dict[str, Any]] = [{"role": "system", "content": system_prompt or DEFAULT_SYSTEM_PROMPT}]
     answered: set[str] = {m.tool_call_id for m in messages if m.role == Message.Role.TOOL and m.tool_call_id}
     for message in messages:
+        if message.role == Message.Role.SYSTEM and not allow_override:
+            continue
         if message.role == Message.Role.TOOL:
             for block in message.content:
                 if block.get("type") == "tool_result":
@@ -46,11 +58,18 @@ def build_model_messages(system_prompt: str, messages: list[Message]) -> list[di
 
 
 def _user_or_system(message: Message) -> list[dict[str, Any]]:
-    text = "\n".join(block_text(b) for b in message.content if b.get("type") in ("text", "resource"))
     result = []
     if message.additional_context:
         # Context from the application (what the user sees, selections…), given just before the text.
         result.append(_context_message(message.additional_context))
+    if message.role == Message.Role.USER:
+        parts = content_parts(message.content)
+        if any(part["type"] != "text" for part in parts):
+            result.append({"role": message.role, "content": parts})
+            return result
+        text = "\n".join(part["text"] for part in parts)
+    else:
+        text = "\n".join(block_text(b) for b in message.content if b.get("type") in ("text", "resource"))
     if text:
         result.append({"role": message.role, "content": text})
     return result

@@ -7,7 +7,9 @@ serialises the same read-check-write). No transaction is ever held while a model
 
 The lock carries an expiry that the streaming process renews (`lock_renew`, batched per process).
 A holder that died stops renewing; the next taker then takes the lock over and records the dead
-run as failed, so a thread is never locked forever.
+run as failed, so a thread is never locked forever. What recording it means (the run's row, its
+checkpointed text, its event log) is crash recovery's (runs/recovery/leases.py), which registers it
+here when Django starts (runs/apps.py): the lock only knows that a lease expired.
 """
 from __future__ import annotations
 
@@ -19,10 +21,10 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from core.problems import Problem
+from core.problems import BUSY_RETRY_AFTER, Problem
 from runs.models import Run
-from runs.recovery.leases import DEAD_RUN_MESSAGE, log_dead_runs, partial_store
-from threads.models import LEASE_EXPIRED_CODE, LEASE_EXPIRED_ERROR, RunStatus, Thread
+from runs.statements import run_release
+from threads.models import LEASE_EXPIRED_CODE, RunStatus, Thread  # noqa: F401 - LEASE_EXPIRED_CODE for callers
 from threads.services import thread_lock
 
 
@@ -32,30 +34,26 @@ def _lease_deadline():
 
 FINAL_RUN_STATUSES = (Run.Status.COMPLETED, Run.Status.CANCELLED, Run.Status.FAILED)
 
+_takeover: Callable[[Thread], None] | None = None
 
-def _fail_dead_run(thread: Thread) -> None:
-    """Records the run of an expired lease as failed and stores its checkpointed text as a
-    cancelled assistant message (docs/protocol.md#after-a-crash). Caller holds the thread's row lock."""
-    now = timezone.now()
-    dead = Run.objects.filter(id=thread.current_run_id).exclude(status__in=FINAL_RUN_STATUSES).first()
-    if dead is not None:
-        Run.objects.filter(id=dead.id).update(status=Run.Status.FAILED, error_code=LEASE_EXPIRED_CODE,
-                                              error_message=DEAD_RUN_MESSAGE, finished_at=now)
-        partial_store(thread=thread, run=dead)
-        log_dead_runs(run_ids=[dead.id])
-    thread.last_run_error = dict(LEASE_EXPIRED_ERROR)
-    thread.last_run_cancelled = None
+
+def lock_takeover_register(record: Callable[[Thread], None]) -> None:
+    """Sets what taking over an expired lease records about the run that held it: `record(thread)`
+    runs with the thread's row lock held, before the new holder's `in_lock`."""
+    global _takeover
+    _takeover = record
 
 
 def lock_take(*, thread_id: str, run_id: str, in_lock: Callable[[Thread], Any] | None = None,
               check: Callable[[Thread], Any] | None = None, queryset: QuerySet[Thread] | None = None,
-              status: str = RunStatus.WAITING) -> Thread:
+              status: str = RunStatus.WAITING, read: Callable[[str], Thread] | None = None) -> Thread:
     """Takes the run lock of a thread for `run_id` (IDLE → `status`, WAITING unless the caller
     starts streaming at once) and returns the locked thread.
 
     Holds the thread's row lock for one short transaction, taken by threads.services `thread_lock`
     on `queryset` (default all threads; a caller narrows it to what the requester may see, and may
-    annotate it to read more in the same statement). `check(thread)` runs first, on the locked row,
+    annotate it to read more in the same statement), or by `read(thread_id)` when given (a statement
+    written once that locks the row the same way: threads/statements.py). `check(thread)` runs first, on the locked row,
     for the checks that come before the lock's own (docs/protocol.md#starting-a-run). `in_lock(thread)` runs after
     the lock check, so the caller can write what must change atomically with the lock (the Run row,
     tool results, clearing pending ids); anything either raises rolls everything back. Raises
@@ -63,14 +61,17 @@ def lock_take(*, thread_id: str, run_id: str, in_lock: Callable[[Thread], Any] |
     lock; an expired lease is taken over and its run recorded as failed.
     """
     with transaction.atomic():
-        thread = thread_lock(thread_id=thread_id, queryset=queryset)
+        thread = read(thread_id) if read is not None else thread_lock(thread_id=thread_id, queryset=queryset)
         if check is not None:
             check(thread)
         if thread.run_status != RunStatus.IDLE:
             if thread.has_live_run:
                 raise Problem(409, "CONCURRENT_RUN", "Another run is active on this thread.",
-                              currentRunId=thread.current_run_id)
-            _fail_dead_run(thread)
+                              currentRunId=thread.current_run_id, retryAfter=BUSY_RETRY_AFTER)
+            if _takeover is None:
+                # Never taken over silently: a dead run left unrecorded would stay "streaming" for good.
+                raise RuntimeError("No lease takeover registered: the runs app is not ready (runs/apps.py).")
+            _takeover(thread)
         if in_lock is not None:
             in_lock(thread)
         _hold(thread, run_id, status)
@@ -79,10 +80,10 @@ def lock_take(*, thread_id: str, run_id: str, in_lock: Callable[[Thread], Any] |
 
 
 def lock_take_created(*, thread: Thread, run_id: str, status: str = RunStatus.WAITING) -> None:
-    """Takes the lock of a thread created in the caller's open transaction: nobody else can see
-    the row yet, so there is nothing to check and no row lock to wait for."""
+    """Takes the lock of a thread about to be inserted in the caller's open transaction (as
+    threads.services `thread_create`'s `before_insert`): nobody else can see the row yet, so there is
+    nothing to check and no row lock to wait for, and the INSERT writes the lock."""
     _hold(thread, run_id, status)
-    thread.save(update_fields=["run_status", "current_run_id", "lease_expires_at", "status_message", "updated_at"])
 
 
 def _hold(thread: Thread, run_id: str, status: str) -> None:
@@ -115,26 +116,29 @@ def lock_renew(*, run_ids: list[str]) -> int:
 
 def lock_release(*, thread_id: str, run_id: str, run_status: str, thread_fields: dict[str, Any] | None = None,
                  error_code: str | None = None, error_message: str | None = None,
-                 run_fields: dict[str, Any] | None = None) -> bool:
+                 run_fields: dict[str, Any] | None = None, in_lock: Callable[[], Any] | None = None) -> bool:
     """Releases the lock held by `run_id` (→ IDLE) and records how the run ended.
 
     Holds the thread's row lock for one short transaction. Only the holder can release: for any
     other run this changes nothing and returns False (its lease was taken over, for instance).
     `thread_fields` are set on the thread in the same transaction (pending ids, last run …), and
-    `run_fields` on the run (its token usage).
+    `run_fields` on the run (its token usage); `in_lock()` runs last in the same transaction, and only
+    when the lock was released (the run's usage record: telemetry/runs.py).
     """
     now = timezone.now()
+    # One conditional UPDATE is the check and the write: it takes the row lock and changes the row
+    # only while `run_id` holds the lock; the run's is written with it (runs/statements.py: one
+    # statement on PostgreSQL, two in this transaction on SQLite).
     with transaction.atomic():
-        # One conditional UPDATE is the check and the write: it takes the row lock and changes the
-        # row only while `run_id` holds the lock.
-        released = Thread.objects.filter(pk=thread_id, current_run_id=run_id).exclude(
-            run_status=RunStatus.IDLE).update(run_status=RunStatus.IDLE, current_run_id=None, lease_expires_at=None,
-                                              updated_at=now, **(thread_fields or {}))
-        if not released:
-            return False
-        Run.objects.filter(id=run_id).update(status=run_status, error_code=error_code,
-                                             error_message=error_message, finished_at=now, **(run_fields or {}))
-    return True
+        released = run_release(
+            thread_id=thread_id, run_id=run_id,
+            thread_values={"run_status": RunStatus.IDLE, "current_run_id": None, "lease_expires_at": None,
+                           "updated_at": now, **(thread_fields or {})},
+            run_values={"status": run_status, "error_code": error_code, "error_message": error_message,
+                        "finished_at": now, **(run_fields or {})})
+        if released and in_lock is not None:
+            in_lock()
+    return released
 
 
 def lock_request_cancel(*, thread_id: str, run_id: str) -> bool:

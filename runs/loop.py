@@ -17,8 +17,11 @@ from ag_ui.core import (BaseEvent, CustomEvent, RunErrorEvent, RunFinishedEvent,
 from clientsdk import wire
 from core.db import db_call
 from core.problems import is_database_unavailable
+from projects.config import project_settings
+from projects.limits import budget_check
 from providers.base import ModelError, ModelRequest, Provider, StepEnd
-from runs import services
+from providers.tool_names import ToolAliases
+from runs import context_budget, services
 from runs.control import SHUTDOWN_REASON, RunCancelled, RunControl
 from runs.history import build_model_messages, component_result_text, result_text
 from runs.lock import LEASE_EXPIRED_CODE
@@ -27,6 +30,8 @@ from runs.services import StartedRun
 from runs.step import Call, Step
 from runs.tool_counts import TurnToolCounts
 from runs.toolbox import Toolbox, ToolResult, error_result, mcp_tools_load, toolbox_build
+from telemetry import tracing
+from telemetry.runs import meter_of
 
 log = logging.getLogger(__name__)
 
@@ -74,21 +79,25 @@ def _failure_code(exc: BaseException) -> tuple[str, str]:
 
 async def _advance(started: StartedRun, control: RunControl, provider: Provider) -> AsyncIterator[BaseEvent]:
     thread, run = started.thread, started.run
+    tracing.run_context_enter(meter_of(run))  # this task's own context (runs/views.py): the run's span
     yield RunStartedEvent(thread_id=thread.id, run_id=run.id)
     step: Step | None = None
     persisted: Step | None = None
     try:
         # run_start took the lock straight into STREAMING and read the project's tools with it.
         toolbox = await _toolbox(started)
-        messages = build_model_messages(thread.project.system_prompt, started.history)
+        messages = build_model_messages(thread.project.system_prompt, started.history,
+                                        allow_override=project_settings(thread.project).allow_system_prompt_override)
         for _ in range(MAX_STEPS):
             persisted = None  # a cancel from here on leaves the previous, finished step alone
             control.check()
+            budget_check(started.budget, run.usage)
             step = control.step = Step(message_id=services.message_id_new(), toolbox=toolbox)
             async for event in _model_step(step, messages, started, provider, control):
                 yield event
             await db_call(services.step_persist, thread=thread, run=run, message_id=step.message_id,
-                          content=step.content(), cancelled=False)
+                          content=step.content(), cancelled=False, reasoning=step.reasoning.texts(),
+                          reasoning_duration_ms=step.reasoning.duration_ms)
             persisted, step = step, None
             control.step = None  # stored: nothing left to checkpoint or to store after a crash
             messages.append(persisted.model_message())
@@ -132,11 +141,13 @@ async def _resolve_calls(started: StartedRun, persisted: Step, toolbox: Toolbox,
     results: list[tuple[str, dict]] = []
     try:
         for call in persisted.calls.values():
-            outcome = await _resolve(call, toolbox, started.tool_counts, control)
+            outcome = await _resolve(call, toolbox, started.tool_counts, control, meter_of(started.run))
             if outcome is None:
                 pending.append(call)
+                _count_call(started, call, None)
                 continue
             block, model_text = outcome
+            _count_call(started, call, block)
             messages.append({"role": "tool", "tool_call_id": call.id, "content": model_text})
             if block is not None:
                 results.append((call.id, block))
@@ -146,6 +157,12 @@ async def _resolve_calls(started: StartedRun, persisted: Step, toolbox: Toolbox,
         if results:
             await db_call(services.step_persist, thread=started.thread, run=started.run,
                           message_id=persisted.message_id, content=[], cancelled=False, tool_messages=results)
+
+
+def _count_call(started: StartedRun, call: Call, block: dict | None) -> None:
+    meter = meter_of(started.run)
+    if meter is not None and call.kind != "component":
+        meter.tool_call(call.kind, bool(block and block.get("isError")))
 
 
 async def _toolbox(started: StartedRun) -> Toolbox:
@@ -160,26 +177,42 @@ async def _model_step(step: Step, messages: list[dict], started: StartedRun, pro
                       control: RunControl) -> AsyncIterator[BaseEvent]:
     body = started.body
     tool_choice = body.tool_choice
+    label = context_budget.label_of(provider)
+    sent = context_budget.fit(messages, started.context_budget, label)
     request = ModelRequest(
-        messages=list(messages), tools=step.toolbox.model_tools(),
+        messages=list(sent), tools=step.toolbox.model_tools(),
         tool_choice=tool_choice if isinstance(tool_choice, str) or tool_choice is None else {"name": tool_choice.name},
         model=body.model, max_tokens=body.max_tokens, temperature=body.temperature,
     )
-    async for delta in control.stream(provider.stream(request)):
-        if isinstance(delta, StepEnd):
-            step.finish_reason = delta.finish_reason
-            if delta.usage:
-                # Kept on the run in memory; step_persist writes it with the step's message.
-                started.run.usage = services.usage_add(started.run.usage, delta.usage)
-            continue
-        for event in step.on_delta(delta):
-            yield event
+    # Client tool names the providers refuse go as aliases; the events keep the client's names.
+    aliases = ToolAliases([tool.name for tool in request.tools])
+    meter = meter_of(started.run)
+    try:
+        with tracing.model_span(meter, body.model) as span:
+            async for delta in control.stream(provider.stream(aliases.request(request))):
+                delta = aliases.delta(delta)
+                if isinstance(delta, StepEnd):
+                    step.finish_reason = delta.finish_reason
+                    tracing.model_span_result(span, finish_reason=delta.finish_reason, usage=delta.usage)
+                    if delta.usage:
+                        # Kept on the run in memory; the run's end writes it.
+                        started.run.usage = services.usage_add(started.run.usage, delta.usage)
+                        if label and delta.usage.get("prompt_tokens"):
+                            context_budget.calibrate(label, sent, delta.usage["prompt_tokens"])
+                    continue
+                if meter is not None and meter.first_output_at is None:
+                    meter.mark_first_output()  # the time to first token: once per run, one test per delta after
+                for event in step.on_delta(delta):
+                    yield event
+    finally:
+        # Which model answered (and the fallbacks on the way) is stored with how the run ends.
+        services.run_note_model(run=started.run, models=provider)
     for event in step.finish():
         yield event
 
 
-async def _resolve(call: Call, toolbox: Toolbox, counts: TurnToolCounts,
-                   control: RunControl) -> tuple[dict | None, str] | None:
+async def _resolve(call: Call, toolbox: Toolbox, counts: TurnToolCounts, control: RunControl,
+                   meter) -> tuple[dict | None, str] | None:
     """What a call leads to: None while a client must answer it, else (stored block or None, text for the model)."""
     if call.kind == "component":
         return None, component_result_text(toolbox.components[call.name].name, call.component_id, {})
@@ -193,7 +226,8 @@ async def _resolve(call: Call, toolbox: Toolbox, counts: TurnToolCounts,
         return _stored(call, error_result(refusal))
     if call.kind == "client":
         return None
-    return _stored(call, await control.call(toolbox.execute(call.name, arguments)))
+    with tracing.tool_span(meter, call.name, call.id, call.kind):
+        return _stored(call, await control.call(toolbox.execute(call.name, arguments)))
 
 
 def _stored(call: Call, result: ToolResult) -> tuple[dict, str]:
@@ -239,9 +273,11 @@ async def _save_partial(started: StartedRun, step: Step | None, cancelled: bool,
     else:
         step.cancel()
         step_content, message_id = step.content(), step.message_id
-    if step_content or cancelled:
+    reasoning = step.reasoning.texts() if step is not None else None
+    if step_content or cancelled or reasoning:
         await db_call(services.step_persist, thread=started.thread, run=started.run, message_id=message_id,
-                      content=step_content, cancelled=cancelled)
+                      content=step_content, cancelled=cancelled, reasoning=reasoning,
+                      reasoning_duration_ms=step.reasoning.duration_ms if step is not None else None)
 
 
 async def _end_cancelled(started: StartedRun, control: RunControl, step: Step | None,

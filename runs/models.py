@@ -36,6 +36,10 @@ class Run(models.Model):
     # (runs/recovery/leases.py), so a process that dies does not take the text its client saw with it.
     partial_message_id = models.CharField(max_length=40, null=True, blank=True)
     partial_text = models.TextField(null=True, blank=True)
+    # `provider:model` of the model that answered (the last step's), and the fallbacks taken on the
+    # way ({"from", "to", "code"}: spec section 16).
+    answered_model = models.CharField(max_length=250, null=True, blank=True)
+    model_fallbacks = models.JSONField(default=list, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["thread", "created_at"], name="run_thread_idx")]

@@ -12,15 +12,23 @@ from django.utils import timezone
 from clientsdk import wire
 from core.ids import new_id
 from core.problems import Problem
+from projects import limits
 from projects.auth import Principal
+from projects.models_config import model_chain_for
+from providers.chain import ModelChain
+from runs.context_budget import check_new_message, history_for, run_budget
 from runs.lock import lock_release, lock_request_cancel, lock_take, lock_take_created
 from runs.models import Run
-from runs.tool_counts import TurnToolCounts
+from runs.tool_counts import TurnToolCounts, turn_limit
+from telemetry.runs import RunEnd, run_meter_start
 from threads import selectors
 from threads import services as thread_services
 from threads.models import Message, RunStatus, Thread
-from tools.selectors import ProjectTools, project_tools, project_tools_of, tool_annotations
+from threads.statements import ScopedThreadLock
+from tools.selectors import ProjectTools, project_tools, project_tools_of
+from tools.statements import tool_columns
 
+_THREAD_AND_TOOLS = ScopedThreadLock(tool_columns, ("tools_enabled", "tools_mcp"))
 ABANDONED_TEXT = "The user sent a new message instead of answering this tool call."
 
 
@@ -34,12 +42,17 @@ class StartedRun:
     history: list[Message]
     created_thread: bool = False
     tools: ProjectTools = field(default_factory=ProjectTools)  # the project's server tools, read with the lock
+    budget: limits.Budget | None = None  # the tokens the run may still spend (projects/limits.py)
     tool_counts: TurnToolCounts = field(init=False)  # from the calls made earlier in this user turn
+    models: ModelChain | None = None  # the project's models for this run (projects/models_config.py)
+    context_budget: int | None = None  # input tokens the model may be sent (runs/context_budget.py)
 
     def __post_init__(self) -> None:
-        turn_limit = self.thread.project.max_tool_calls_per_turn or settings.MAX_TOOL_CALLS_PER_TURN
-        self.tool_counts = TurnToolCounts.of_turn(self.history, turn_limit=turn_limit,
+        limit = turn_limit(self.thread.project.max_tool_calls_per_turn, settings.MAX_TOOL_CALLS_PER_TURN)
+        self.tool_counts = TurnToolCounts.of_turn(self.history, turn_limit=limit,
                                                   max_identical=settings.MAX_IDENTICAL_TOOL_CALLS)
+        # Every entry point (/v1, AG-UI) builds one of these once the lock is taken: the run starts here.
+        run_meter_start(run=self.run, thread=self.thread, project=self.thread.project, user_key=self.thread.user_key)
 
 
 def _tool_results(body: wire.CreateRunBody) -> dict[str, wire.InToolResultBlock]:
@@ -70,7 +83,8 @@ def _check_tool_results(thread: Thread, results: dict[str, Any]) -> None:
                       missingToolCallIds=missing, extraToolCallIds=extra)
 
 
-def run_start(*, principal: Principal, body: wire.CreateRunBody, thread_id: str | None) -> StartedRun:
+def run_start(*, principal: Principal, body: wire.CreateRunBody, thread_id: str | None,
+              tools: ProjectTools | None = None) -> StartedRun:
     """Checks a run request (docs/protocol.md#starting-a-run, checks 2-5), takes the lock and stores the new message.
 
     One transaction: the thread is read once, locked (`SELECT … FOR UPDATE`, scoped to the
@@ -78,34 +92,43 @@ def run_start(*, principal: Principal, body: wire.CreateRunBody, thread_id: str 
     messages), the abandoned calls' error results and the user's message are written in it, with
     the pending ids cleared there too. On a new thread (`thread_id` None) the thread is created in
     the same transaction, so a rejected request leaves nothing behind. The lock is taken straight
-    into STREAMING: the loop starts the model at once. Raises Problem for every rejection.
+    into STREAMING: the loop starts the model at once. `tools`, the project's server tools when the
+    caller read them already (runs/start.py), spare a new thread the statement that reads them.
+    Raises Problem for every rejection.
     """
+    # Before the transaction: a model the project does not offer, or a message larger than its
+    # context budget, is refused with nothing stored.
+    models = model_chain_for(principal.project, requested=body.model)
+    context_budget = run_budget(principal.project, body.max_tokens)
+    check_new_message(system_prompt=principal.project.system_prompt, content=body.message.wire()["content"],
+                      budget=context_budget)
+    # Limits before the lock (429 RATE_LIMITED / BUDGET_EXCEEDED), in one statement of their own.
+    budget = limits.call_admit(project=principal.project, user_key=_run_user(principal, body, thread_id))
     run = Run(previous_run_id=body.previous_run_id, model=body.model, request_params=_request_params(body),
               status=Run.Status.STREAMING, started_at=timezone.now())
     with transaction.atomic():
         if thread_id is None:
             thread, history = _start_new_thread(principal, body, run)
-            tools = project_tools_of(principal.project)
+            tools = tools if tools is not None else project_tools_of(principal.project)
         else:
             thread = _start_on_thread(principal, body, run, thread_id)
             tools = project_tools(thread)
-            history = selectors.message_list_all(thread=thread)
+            history = history_for(thread, context_budget)
     thread.project = principal.project  # the loop reads it from async code: no lazy loads there
     started = StartedRun(thread=thread, run=run, body=body, history=history, created_thread=thread_id is None,
-                         tools=tools)
+                         tools=tools, budget=budget, models=models, context_budget=context_budget)
     return started
 
 
 def _start_new_thread(principal: Principal, body: wire.CreateRunBody, run: Run) -> tuple[Thread, list[Message]]:
     """Creates the thread, locked for `run`, and stores the input; returns it with its history.
     Caller holds the transaction."""
-    thread = _new_thread(principal, body)
+    thread = _new_thread(principal, body, run)
     _check_previous_run(thread, body)
     _check_tool_results(thread, _tool_results(body))
     run.thread = thread
     run.save(force_insert=True)
     stored = _store_input(thread, run, body, {})
-    lock_take_created(thread=thread, run_id=run.id, status=RunStatus.STREAMING)
     spec = getattr(body, "thread", None)
     # Without initial messages the history is exactly what was just stored: no need to read it back.
     history = selectors.message_list_all(thread=thread) if spec is not None and spec.initial_messages else stored
@@ -128,17 +151,27 @@ def _start_on_thread(principal: Principal, body: wire.CreateRunBody, run: Run, t
         _store_input(locked, run, body, results)
         locked.pending_tool_call_ids = []
 
-    scope = Thread.objects.filter(project=principal.project, user_key=user_key).annotate(**tool_annotations())
-    return lock_take(thread_id=thread_id, run_id=run.id, check=check, in_lock=in_lock, queryset=scope,
+    def read(locked_id: str) -> Thread:
+        # The requester's thread with the project's tools, in one statement written once.
+        return _THREAD_AND_TOOLS.lock(thread_id=locked_id, project_id=principal.project.pk, user_key=user_key)
+
+    return lock_take(thread_id=thread_id, run_id=run.id, check=check, in_lock=in_lock, read=read,
                      status=RunStatus.STREAMING)
 
 
-def _new_thread(principal: Principal, body: wire.CreateRunBody) -> Thread:
+def _run_user(principal: Principal, body: wire.CreateRunBody, thread_id: str | None) -> str:
+    spec = getattr(body, "thread", None) if thread_id is None else None
+    return principal.user_key((spec.user_key if spec is not None else None) or body.user_key)
+
+
+def _new_thread(principal: Principal, body: wire.CreateRunBody, run: Run) -> Thread:
+    """The new thread, inserted holding the lock for `run`. Caller holds the transaction."""
     spec = getattr(body, "thread", None) or wire.NewThreadSpec()
     user_key = principal.user_key(spec.user_key or body.user_key)
     metadata = spec.metadata if spec.metadata is not None else getattr(body, "thread_metadata", None)
-    return thread_services.thread_create(project=principal.project, user_key=user_key, metadata=metadata,
-                                         initial_messages=spec.initial_messages or ())
+    return thread_services.thread_create(
+        project=principal.project, user_key=user_key, metadata=metadata, initial_messages=spec.initial_messages or (),
+        before_insert=lambda thread: lock_take_created(thread=thread, run_id=run.id, status=RunStatus.STREAMING))
 
 
 def _request_params(body: wire.CreateRunBody) -> dict[str, Any]:
@@ -189,12 +222,15 @@ def _is_retry_of_failed_turn(thread: Thread, content: list[dict]) -> bool:
 
 
 def step_persist(*, thread: Thread, run: Run, message_id: str, content: list[dict], cancelled: bool,
-                 tool_messages: list[tuple[str, dict]] = ()) -> None:
-    """Stores one model step: the assistant message (once, when it ended) and its tool results."""
+                 tool_messages: list[tuple[str, dict]] = (), reasoning: list[str] | None = None,
+                 reasoning_duration_ms: int | None = None) -> None:
+    """Stores one model step: the assistant message (once, when it ended, with the reasoning before
+    it) and its tool results."""
     with transaction.atomic():
-        if content or cancelled:
+        if content or cancelled or reasoning:
             thread_services.message_create(thread=thread, role=Message.Role.ASSISTANT, content=content,
-                                           run_id=run.id, is_cancelled=cancelled, message_id=message_id)
+                                           run_id=run.id, is_cancelled=cancelled, message_id=message_id,
+                                           reasoning=reasoning, reasoning_duration_ms=reasoning_duration_ms)
         for tool_call_id, block in tool_messages:
             thread_services.message_create(thread=thread, role=Message.Role.TOOL, content=[block], run_id=run.id,
                                            tool_call_id=tool_call_id, parent_message_id=message_id)
@@ -214,38 +250,67 @@ def message_mark_cancelled(*, message_id: str) -> None:
 
 
 def run_pause(*, thread: Thread, run: Run, pending_ids: list[str]) -> bool:
-    return lock_release(thread_id=thread.id, run_id=run.id, run_status=Run.Status.AWAITING_INPUT,
-                        thread_fields={"pending_tool_call_ids": pending_ids, "last_completed_run_id": run.id,
-                                       "last_run_cancelled": None, "last_run_error": None},
-                        run_fields=_run_fields(run))
+    return _release(thread=thread, run=run, run_status=Run.Status.AWAITING_INPUT,
+                    thread_fields={"pending_tool_call_ids": pending_ids, "last_completed_run_id": run.id,
+                                   "last_run_cancelled": None, "last_run_error": None})
 
 
 def run_complete(*, thread: Thread, run: Run) -> bool:
-    return lock_release(thread_id=thread.id, run_id=run.id, run_status=Run.Status.COMPLETED,
-                        thread_fields={"pending_tool_call_ids": [], "last_completed_run_id": run.id,
-                                       "last_run_cancelled": None, "last_run_error": None},
-                        run_fields=_run_fields(run))
+    return _release(thread=thread, run=run, run_status=Run.Status.COMPLETED,
+                    thread_fields={"pending_tool_call_ids": [], "last_completed_run_id": run.id,
+                                   "last_run_cancelled": None, "last_run_error": None})
 
 
 def run_cancel(*, thread: Thread, run: Run) -> bool:
     # A cancelled run still counts as the last completed one, so the next message can follow it.
-    return lock_release(thread_id=thread.id, run_id=run.id, run_status=Run.Status.CANCELLED,
-                        thread_fields={"pending_tool_call_ids": [], "last_completed_run_id": run.id,
-                                       "last_run_cancelled": True, "last_run_error": None},
-                        error_code="CANCELLED", error_message="The run was cancelled.", run_fields=_run_fields(run))
+    return _release(thread=thread, run=run, run_status=Run.Status.CANCELLED,
+                    thread_fields={"pending_tool_call_ids": [], "last_completed_run_id": run.id,
+                                   "last_run_cancelled": True, "last_run_error": None},
+                    error_code="CANCELLED", error_message="The run was cancelled.")
 
 
 def run_fail(*, thread: Thread, run: Run, code: str, message: str) -> bool:
-    return lock_release(thread_id=thread.id, run_id=run.id, run_status=Run.Status.FAILED,
-                        thread_fields={"pending_tool_call_ids": [], "last_completed_run_id": run.id,
-                                       "last_run_cancelled": None,
-                                       "last_run_error": {"code": code, "message": message}},
-                        error_code=code, error_message=message, run_fields=_run_fields(run))
+    return _release(thread=thread, run=run, run_status=Run.Status.FAILED,
+                    thread_fields={"pending_tool_call_ids": [], "last_completed_run_id": run.id,
+                                   "last_run_cancelled": None,
+                                   "last_run_error": {"code": code, "message": message}},
+                    error_code=code, error_message=message)
+
+
+def _release(*, thread: Thread, run: Run, run_status: str, **fields: Any) -> bool:
+    """Releases the lock and records the run's end; its usage row is written in the same transaction
+    (no statement of its own per step) and its metrics, log line and span follow (telemetry/runs.py)."""
+    _usage_record(thread, run)
+    end = RunEnd(run=run, outcome=run_status, error_code=fields.get("error_code"))
+    released = lock_release(thread_id=thread.id, run_id=run.id, run_status=run_status, run_fields=_run_fields(run),
+                            in_lock=end.record, **fields)
+    end.observe(released=released)
+    return released
+
+
+def _usage_record(thread: Thread, run: Run) -> None:
+    # With the run's end, never per step: the tokens spent whatever way the run ended (a lost lock too).
+    limits.call_record(project=thread.project, user_key=thread.user_key, usage=run.usage)
 
 
 def _run_fields(run: Run) -> dict[str, Any]:
-    # The token usage summed over the run's steps is stored once, with how the run ended.
-    return {"usage": run.usage} if run.usage is not None else {}
+    # The token usage summed over the run's steps, and which model answered, are stored once, with
+    # how the run ended.
+    fields: dict[str, Any] = {"usage": run.usage} if run.usage is not None else {}
+    if run.answered_model:
+        fields["answered_model"] = run.answered_model
+    if run.model_fallbacks:
+        fields["model_fallbacks"] = run.model_fallbacks
+    return fields
+
+
+def run_note_model(*, run: Run, models: Any) -> None:
+    """Notes on `run` (in memory; stored by the release) which of its models answered and the
+    fallbacks taken, as a ModelChain reports them after a step."""
+    answered = getattr(models, "answered", None)
+    if answered is not None:
+        run.answered_model = answered.label
+    run.model_fallbacks = list(getattr(models, "fallbacks", None) or [])
 
 
 def run_cancel_request(*, principal: Principal, thread_id: str, run_id: str, user_key_raw: object) -> None:

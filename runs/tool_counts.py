@@ -16,6 +16,13 @@ from threads.models import Message
 LIMIT_NOTE = " Answer the user now without calling more tools."
 
 
+def turn_limit(project_limit: int, server_limit: int) -> int:
+    """The per-turn total that applies: the lower of the project's and the server's
+    (MAX_TOOL_CALLS_PER_TURN bounds every project); 0 on either side means that side sets none."""
+    limits = [limit for limit in (project_limit, server_limit) if limit]
+    return min(limits) if limits else 0
+
+
 def call_signature(name: str, arguments: Any) -> str:
     """What makes two calls identical: the tool and its arguments, whatever their key order."""
     return name + ":" + json.dumps(arguments, sort_keys=True, ensure_ascii=False)
@@ -56,7 +63,7 @@ class TurnToolCounts:
         signature = call_signature(name, arguments)
         if max_calls is not None and self.by_tool.get(name, 0) >= max_calls:
             return f"Tool call limit reached: {name} may be called at most {max_calls} times." + LIMIT_NOTE
-        if self.total >= self.turn_limit:
+        if self.turn_limit and self.total >= self.turn_limit:
             return f"Tool call limit reached: at most {self.turn_limit} tool calls per user message." + LIMIT_NOTE
         if self.identical.get(signature, 0) >= self.max_identical:
             return (f"Tool call limit reached: {name} was already called "

@@ -150,14 +150,19 @@ _cache = None
 
 
 async def mcp_tools_load(configs: list[Any]) -> dict[str, tuple[Any, str, ModelTool]]:
-    """Lists each server's tools (cached briefly); a server that cannot be reached is left out."""
+    """Lists each server's tools (cached briefly, one listing per server at a time, on the server's
+    kept session); a server that cannot be reached is left out."""
     global _cache
     if not configs:
         return {}
-    from tools import mcp_client  # the MCP SDK takes a second to import: only for projects using MCP
+    # The MCP SDK takes a second to import: only for projects using MCP.
+    from tools.mcp_sessions import sessions
+    from tools.mcp_tool_cache import McpToolCache
 
     if _cache is None:
-        _cache = mcp_client.McpToolCache(ttl=settings.MCP_TOOLS_CACHE_SECONDS, timeout=settings.MCP_TIMEOUT)
+        _cache = McpToolCache(ttl=settings.MCP_TOOLS_CACHE_SECONDS, timeout=settings.MCP_TIMEOUT,
+                              failure_ttl=settings.MCP_RETRY_SECONDS, max_backoff=60 * settings.MCP_RETRY_SECONDS,
+                              lister=lambda config, timeout: sessions().list_tools(config, timeout=timeout))
     listed = await asyncio.gather(*(_cache.get(config) for config in configs))
     tools: dict[str, tuple[Any, str, ModelTool]] = {}
     for config, server_tools in zip(configs, listed):

@@ -16,15 +16,15 @@ from django.views.decorators.http import require_http_methods
 
 from clientsdk import wire
 from core.db import db_call
-from core.input_guard import request_json
 from core.problems import Problem, response_for
 from core.sse import sse_response
-from core.validation import parse_body
 from projects.auth import principal_aresolve
 from providers import get_provider
 from runs import services
+from runs.attachments import run_content_check
 from runs.control import RunControl, watcher
 from runs.loop import advance
+from runs.start import ContentToCheck, run_start_request
 from runs.stream.feeds import Feed, flusher, read
 from runs.stream.guard import encode_into
 
@@ -45,10 +45,13 @@ async def create_run(request: HttpRequest, thread_id: str) -> HttpResponse:
 
 async def _start(request: HttpRequest, thread_id: str | None) -> HttpResponse:
     try:
-        principal = await principal_aresolve(request)
-        model = wire.CreateThreadWithRunBody if thread_id is None else wire.CreateRunBody
-        body = parse_body(model, request_json(request))
-        started = await run_start_shielded(services.run_start, principal=principal, body=body, thread_id=thread_id)
+        # Authentication, the body and the start: one database call (runs/start.py); a body with
+        # images or files is checked (and its MCP resources read) off the lock first, then started.
+        started = await run_start_shielded(run_start_request, request=request, thread_id=thread_id)
+        if isinstance(started, ContentToCheck):
+            await run_content_check(project=started.principal.project, body=started.body)
+            started = await run_start_shielded(services.run_start, principal=started.principal,
+                                               body=started.body, thread_id=thread_id, tools=started.tools)
     except Problem as problem:
         return response_for(problem, request.path)
     response = stream_run(started)
@@ -71,7 +74,7 @@ def stream_run(started: services.StartedRun, adapt=None) -> StreamingHttpRespons
     feed = flusher.feed_for(started.run.id) if logged else Feed(started.run.id)
     keep_going = logged and started.body.on_disconnect == "continue"
     reading = asyncio.Event()
-    events = advance(started, control, get_provider())
+    events = advance(started, control, started.models or get_provider())
     producer = _launch(_produce(adapt(events) if adapt else events, feed, control, reading, keep_going))
     response = sse_response(_write(feed, producer, control, reading, keep_going))
     response["X-Run-Id"] = started.run.id
@@ -106,6 +109,8 @@ def _orphaned(start: asyncio.Future) -> None:
     if start.cancelled() or start.exception() is not None:
         return  # a rejected request took no lock
     started = start.result()
+    if isinstance(started, ContentToCheck):
+        return  # parsed, not started: nothing to cancel
     control = RunControl(started.run.id)
     keep_going = started.body.on_disconnect == "continue"
     if keep_going:
@@ -114,7 +119,7 @@ def _orphaned(start: asyncio.Future) -> None:
     else:
         control.cancel("disconnected")
         feed = Feed(started.run.id)
-    _launch(_produce(advance(started, control, get_provider()), feed, control, None, keep_going))
+    _launch(_produce(advance(started, control, started.models or get_provider()), feed, control, None, keep_going))
 
 
 # How long a started run waits for its client to begin reading before it counts as a disconnect.

@@ -6,7 +6,6 @@ ASGI lifespan starts and stops what the process runs in the background (lifespan
 """
 import os
 
-from django.conf import settings
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tambo_project.settings")
@@ -16,7 +15,7 @@ django_application = get_asgi_application()
 from tambo_project.asgi_limits import BodySizeLimit  # noqa: E402
 from tambo_project.static_files import StaticFiles  # noqa: E402
 
-application = BodySizeLimit(StaticFiles(django_application), settings.MAX_REQUEST_BYTES)
+application = BodySizeLimit(StaticFiles(django_application))
 
 from tambo_project import asgi_signals  # noqa: E402
 
@@ -29,6 +28,11 @@ import tools.mcp_client  # noqa: E402,F401
 from providers import get_provider  # noqa: E402
 
 get_provider()
+
+from telemetry import metrics  # noqa: E402
+
+metrics.forget_dead_processes()  # a replaced worker's open streams are not open any more
+metrics.serve_metrics_port()
 
 from tambo_project.lifespan import Lifespan  # noqa: E402
 

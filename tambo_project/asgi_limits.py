@@ -1,13 +1,23 @@
-"""The server's one request-body size limit, at the ASGI edge.
+"""The server's request-body size limits, at the ASGI edge.
 
 Django checks its upload limit only against Content-Length, and its ASGI handler reads a chunked
 body whole before any view runs. This wrapper counts the bytes as they arrive and answers 413 as
-soon as MAX_REQUEST_BYTES is passed, with or without Content-Length, so no request can make the
-server buffer an unbounded body. Nothing behind it checks the size again (Django's own check is off:
+soon as the route's limit is passed, with or without Content-Length, so no request can make the
+server buffer an unbounded body. The limit is MAX_REQUEST_BYTES, except on the two v1 routes that
+start a run, whose bodies carry the user's images and files (MAX_RUN_BYTES, 10 MB like Tambo's), and on
+the voice upload (MAX_AUDIO_BYTES plus room for the multipart framing; the view counts the file itself). Nothing behind it checks the size again (Django's own check is off:
 settings.py `DATA_UPLOAD_MAX_MEMORY_SIZE`), so every 413 for a body comes from here, in the shape
 of its route.
+
+The body also has a deadline: all of it within REQUEST_BODY_TIMEOUT seconds of the request's start,
+else 408 and the connection is closed (a client that sends headers and then not its body held a
+connection, and the request, for ever). The deadline covers the body only: a streaming answer's
+later wait for the client to go away is not cut.
 """
 from __future__ import annotations
+
+import asyncio
+import re
 
 from django.conf import settings
 from django.http import HttpResponse
@@ -17,31 +27,58 @@ from gateway.errors import INVALID_REQUEST, openai_error_response
 from projects.oauth import oauth_answer
 
 
+# POST /v1/threads/runs and POST /v1/threads/{threadId}/runs (the DELETE below them has no body).
+RUN_ROUTE = re.compile(r"^/v1/threads/(?:runs|[^/]+/runs)/?$")
+AUDIO_ROUTE = "/audio/transcribe"
+# The multipart framing around the audio file (boundaries, part headers, a `model` or `language` field).
+AUDIO_FRAMING_BYTES = 64 * 1024
+
+
+def body_limit(path: str) -> int:
+    """The most bytes a request body to `path` may have."""
+    if RUN_ROUTE.match(path):
+        return settings.MAX_RUN_BYTES
+    if path.rstrip("/") == AUDIO_ROUTE:
+        return settings.MAX_AUDIO_BYTES + AUDIO_FRAMING_BYTES
+    return settings.MAX_REQUEST_BYTES
+
+
 def too_large(path: str) -> HttpResponse:
     """The 413 in the shape callers of `path` read: OpenAI's error object under /api/ (the gateway's
     callers are OpenAI clients), OAuth's under /oauth/ (RFC 6749, section 5.2), problem+json elsewhere."""
     if path.startswith("/api/"):
         return openai_error_response(413, "Request body too large.", INVALID_REQUEST, "payload_too_large")
-    detail = f"The request body is larger than {settings.MAX_REQUEST_BYTES} bytes."
+    detail = f"The request body is larger than {body_limit(path)} bytes."
     if path.startswith("/oauth/"):
         return oauth_answer({"error": "invalid_request", "error_description": detail}, 413)
     return problem_response(413, "PAYLOAD_TOO_LARGE", detail, path)
 
 
+def too_slow(path: str) -> HttpResponse:
+    """The 408 for a body that did not arrive in time, in the shape of `path`'s callers (as `too_large`)."""
+    detail = f"The request body did not arrive within {settings.REQUEST_BODY_TIMEOUT:g} seconds."
+    if path.startswith("/api/"):
+        return openai_error_response(408, detail, INVALID_REQUEST, "request_timeout")
+    if path.startswith("/oauth/"):
+        return oauth_answer({"error": "invalid_request", "error_description": detail}, 408)
+    return problem_response(408, "REQUEST_TIMEOUT", detail, path)
+
+
 class BodySizeLimit:
-    def __init__(self, app, limit: int):
+    def __init__(self, app, limit=body_limit):
         self.app = app
-        self.limit = limit
+        self.limit = limit  # path -> bytes
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         answered = False
+        limit = self.limit(scope.get("path", ""))
 
-        async def refuse() -> None:
+        async def refuse(answer=too_large) -> None:
             nonlocal answered
             answered = True
-            response = too_large(scope.get("path", ""))
+            response = answer(scope.get("path", ""))
             headers = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in response.items()]
             # The rest of the body is never read, so the connection cannot carry another request.
             await send({"type": "http.response.start", "status": response.status_code,
@@ -49,16 +86,27 @@ class BodySizeLimit:
             await send({"type": "http.response.body", "body": response.content})
 
         for name, value in scope.get("headers", []):
-            if name == b"content-length" and value.isdigit() and int(value) > self.limit:
+            if name == b"content-length" and value.isdigit() and int(value) > limit:
                 return await refuse()
         received = 0
+        body_done = False
+        deadline = asyncio.get_running_loop().time() + settings.REQUEST_BODY_TIMEOUT
 
         async def counting_receive():
-            nonlocal received
-            message = await receive()
+            nonlocal received, body_done
+            if body_done:
+                return await receive()
+            try:
+                async with asyncio.timeout_at(deadline):
+                    message = await receive()
+            except TimeoutError:
+                if not answered:
+                    await refuse(too_slow)
+                return {"type": "http.disconnect"}
+            body_done = message["type"] != "http.request" or not message.get("more_body", False)
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > self.limit and not answered:
+                if received > limit and not answered:
                     await refuse()
                     # Django stops reading and answers nothing on a disconnect.
                     return {"type": "http.disconnect"}

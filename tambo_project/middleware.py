@@ -12,7 +12,7 @@ import logging
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 
-from core import sanity
+from core import db_health, sanity
 from core.input_guard import request_json
 from core.problems import (PROBLEM_CONTENT_TYPE, Problem, is_database_unavailable, problem_response,
                            response_for, unavailable)
@@ -60,6 +60,13 @@ class _HybridMiddleware:
 class ProblemMiddleware(_HybridMiddleware):
     """Turns Django's own 404/405/500 answers under /v1 into problems; maps stray exceptions."""
 
+    def before(self, request):
+        # While the database is known to be down an API request is answered at once, not after
+        # waiting DB_POOL_TIMEOUT for a connection (core/db_health.py).
+        if _is_api(request) and db_health.known_down():
+            return _unavailable(request, unavailable())
+        return None
+
     def after(self, request, response):
         if not _is_api(request) or response.get("Content-Type", "").startswith(PROBLEM_CONTENT_TYPE):
             return response
@@ -94,6 +101,21 @@ def _unavailable(request, exception) -> HttpResponse:
         return openai_error_response(503, problem.detail, SERVER_ERROR, "service_unavailable",
                                      retry_after=problem.extra["retryAfter"])
     return response_for(problem, request.path)
+
+
+def error_answer(request: HttpRequest, status: int, code: str, detail: str) -> HttpResponse | None:
+    """An error Django itself answers (a bad Host, a CSRF failure) in the shape of the route's callers:
+    OpenAI's under /api/, OAuth's under /oauth/, problem+json elsewhere on the API; None off the API
+    (Django's own page then)."""
+    path = request.path
+    if path.startswith("/api/"):
+        return openai_error_response(status, detail, SERVER_ERROR if status >= 500 else INVALID_REQUEST,
+                                     code.lower())
+    if path.startswith("/oauth/"):
+        return oauth_answer({"error": "invalid_request", "error_description": detail}, status)
+    if _is_api(request):
+        return problem_response(status, code, detail, _safe_instance(path))
+    return None
 
 
 _FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")

@@ -8,11 +8,16 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.views.decorators.csrf import ensure_csrf_cookie
 
+from projects.auth import principal_for_user
+from projects.voice import transcription_available
+
 
 @login_required
 @ensure_csrf_cookie
 def chat_page(request):
-    return render(request, "tambo/chat.html", {"username": request.user.get_username()})
+    # The microphone shows only when the user's project can transcribe (docs/images-and-voice.md).
+    voice = transcription_available(principal_for_user(request.user).project)
+    return render(request, "tambo/chat.html", {"username": request.user.get_username(), "voice": voice})
 
 
 login_view = auth_views.LoginView.as_view(

@@ -19,10 +19,17 @@ env = environ.Env()
 environ.Env.read_env(WORK_DIR / ".env") if (WORK_DIR / ".env").exists() else None
 
 DEBUG = env.bool("DEBUG", default=False)
-# The default key is only good for a laptop; docker-compose and real deployments set SECRET_KEY.
-SECRET_KEY = env.str("SECRET_KEY", default="dev-only-insecure-key-change-me")
+# Keys everyone can read in this repository. Served with one, anyone could sign sessions and CSRF tokens;
+# so with DEBUG off the server refuses to start (bin/serve generates a key of its own in var/).
+PUBLIC_SECRET_KEYS = ("dev-only-insecure-key-change-me", "change-me-in-production", "")
+SECRET_KEY = env.str("SECRET_KEY", default=PUBLIC_SECRET_KEYS[0])
+if not DEBUG and SECRET_KEY in PUBLIC_SECRET_KEYS:
+    raise environ.ImproperlyConfigured(
+        "SECRET_KEY is unset or a public development value: set SECRET_KEY to a long random secret "
+        "(bin/serve keeps one in var/secret_key), or DEBUG=true on a development machine.")
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["*"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+CSRF_FAILURE_VIEW = "tambo_project.views.csrf_failure"  # the route's error shape, not Django's page
 # Origins whose browser apps may call /v1 and /api with an API key ("*": any; never with cookies).
 CORS_ALLOWED_ORIGINS = env.list("CORS_ALLOWED_ORIGINS", default=["*"])
 
@@ -40,9 +47,11 @@ INSTALLED_APPS = [
     "threads",
     "runs",
     "tools",
+    "telemetry",
 ]
 
 MIDDLEWARE = [
+    "telemetry.middleware.TelemetryMiddleware",  # outermost: every answer is counted and logged
     "tambo_project.cors.CorsMiddleware",
     "tambo_project.middleware.InputSanityMiddleware",
     # Django's own middleware, run on the event loop for async requests (no thread hop per step).
@@ -102,6 +111,14 @@ DB_POOL_TIMEOUT = env.float("DB_POOL_TIMEOUT", default=5.0)
 DB_RETRY_AFTER = env.int("DB_RETRY_AFTER", default=2)
 if DB_THREADS < 1 or DB_POOL_SIZE < 0:
     raise environ.ImproperlyConfigured("DB_THREADS must be at least 1 and DB_POOL_SIZE at least 0")
+
+
+def _watched_connection():
+    from core.db_health import WatchedConnection
+
+    return WatchedConnection
+
+
 if DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql") and DB_POOL_SIZE:
     if DATABASES["default"]["CONN_MAX_AGE"]:
         raise environ.ImproperlyConfigured("CONN_MAX_AGE must be 0 with the connection pool (DB_POOL_SIZE=0 turns it off)")
@@ -110,7 +127,9 @@ if DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql") an
         # The pool's background reconnects back off exponentially (1, 2, 4, 8 … s) while the database
         # is away, so one could be seconds away after it is back. Giving up after 2 s instead lets
         # the next request that finds no connection start a fresh attempt at once.
-        "reconnect_timeout": 2.0}
+        "reconnect_timeout": 2.0,
+        # Its failed connection attempts mark the database down at once (core/db_health.py).
+        "connection_class": _watched_connection()}
     # After a database restart every idle pooled connection is dead; with health checks Django has the
     # pool check one as it hands it out (ConnectionPool.check_connection: one round trip, no statement)
     # and replace it there, instead of failing the request, the watcher tick or a run's settling.
@@ -176,6 +195,19 @@ SPECTACULAR_SETTINGS = {
 
 # --- Limits -------------------------------------------------------------------------------------
 MAX_REQUEST_BYTES = env.int("MAX_REQUEST_BYTES", default=1_000_000)
+# A connection must send a request's whole head within this many seconds (tambo_project/http_guard.py),
+# and the request its whole body within REQUEST_BODY_TIMEOUT (tambo_project/asgi_limits.py): a client
+# that sends half a request holds a connection no longer.
+REQUEST_HEADER_TIMEOUT = env.float("REQUEST_HEADER_TIMEOUT", default=10.0)
+REQUEST_BODY_TIMEOUT = env.float("REQUEST_BODY_TIMEOUT", default=30.0)
+# When the last open stream ends, give freed memory back to the system (core/memory.py).
+MEMORY_TRIM = env.bool("MEMORY_TRIM", default=True)
+# Run bodies carry the user's images and files (docs/images-and-voice.md); audio uploads are larger still.
+MAX_RUN_BYTES = env.int("MAX_RUN_BYTES", default=10_000_000)
+MAX_AUDIO_BYTES = env.int("MAX_AUDIO_BYTES", default=25 * 1024 * 1024)
+TRANSCRIPTION_TIMEOUT = env.float("TRANSCRIPTION_TIMEOUT", default=60.0)
+# A page of messages stops before its content passes this many bytes (always at least one message).
+MESSAGE_PAGE_BYTES = env.int("MESSAGE_PAGE_BYTES", default=8_000_000)
 # The one body limit is MAX_REQUEST_BYTES at the ASGI edge (tambo_project/asgi_limits.py), which also
 # counts chunked bodies; Django's own check sees only Content-Length and would answer in its own shape.
 DATA_UPLOAD_MAX_MEMORY_SIZE = None
@@ -199,18 +231,35 @@ MCP_TIMEOUT = env.float("MCP_TIMEOUT", default=30.0)
 MCP_TOOLS_CACHE_SECONDS = env.float("MCP_TOOLS_CACHE_SECONDS", default=30.0)
 # An MCP server's session (a stdio server's process) is kept this long after its last call.
 MCP_SESSION_IDLE_SECONDS = env.float("MCP_SESSION_IDLE_SECONDS", default=300.0)
+# After a failed tool listing runs leave the server out at once; it is listed again in the background
+# this long after the failure, doubling per failure in a row up to 60 times as long.
+MCP_RETRY_SECONDS = env.float("MCP_RETRY_SECONDS", default=5.0)
+# While a run waits on the model or a tool, its stream carries an SSE comment this often.
+HEARTBEAT_SECONDS = env.float("HEARTBEAT_SECONDS", default=15.0)
 
 # --- Model providers ------------------------------------------------------------------------------
 OPENAI_API_KEY = env.str("OPENAI_API_KEY", default="")
 OPENAI_BASE_URL = env.str("OPENAI_BASE_URL", default="") or None
 OPENAI_MODEL = env.str("OPENAI_MODEL", default="gpt-4o-mini")
 OPENAI_TIMEOUT = env.float("OPENAI_TIMEOUT", default=60.0)
+# The native Anthropic provider's server-wide default (docs/models.md); projects name their own.
+ANTHROPIC_API_KEY = env.str("ANTHROPIC_API_KEY", default="")
+ANTHROPIC_BASE_URL = env.str("ANTHROPIC_BASE_URL", default="") or None
+ANTHROPIC_MODEL = env.str("ANTHROPIC_MODEL", default="claude-sonnet-4-5")
+# Parameters sent with every model call unless the project or the run sets them (JSON object).
+MODEL_PARAMETERS = env.json("MODEL_PARAMETERS", default={})
+if not isinstance(MODEL_PARAMETERS, dict):
+    raise environ.ImproperlyConfigured("MODEL_PARAMETERS must be a JSON object")
+# Fernet keys encrypting the secrets stored in project settings (projects/secrets.py): comma-separated,
+# the first encrypts, all decrypt (rotation: a new key first, then `manage.py rotate_secrets`).
+SECRETS_KEYS = env.list("SECRETS_KEYS", default=[])
 # "openai" when a key or base URL is configured, else the built-in offline model.
 MODEL_PROVIDER = env.str(
     "MODEL_PROVIDER", default="openai" if (OPENAI_API_KEY or OPENAI_BASE_URL) else "offline"
 )
-if MODEL_PROVIDER not in ("openai", "offline"):
-    raise environ.ImproperlyConfigured(f"MODEL_PROVIDER must be 'openai' or 'offline', not {MODEL_PROVIDER!r}")
+if MODEL_PROVIDER not in ("openai", "anthropic", "offline"):
+    raise environ.ImproperlyConfigured(
+        f"MODEL_PROVIDER must be 'openai', 'anthropic' or 'offline', not {MODEL_PROVIDER!r}")
 # Seconds between the offline model's deltas (0 for benchmarks).
 OFFLINE_MODEL_DELAY = env.float("OFFLINE_MODEL_DELAY", default=0.02)
 
@@ -218,26 +267,30 @@ OFFLINE_MODEL_DELAY = env.float("OFFLINE_MODEL_DELAY", default=0.02)
 # (colons in the model are fine) or, for names holding `,` or `=`, a JSON object. `offline` is always allowed.
 GATEWAY_MODELS = (env.json("GATEWAY_MODELS") if env.str("GATEWAY_MODELS", default="").lstrip().startswith("{")
                   else env.dict("GATEWAY_MODELS", default={}))
-GATEWAY_DEFAULT_MODEL = env.str("GATEWAY_DEFAULT_MODEL", default="offline")
+# Unset: the server's default model (MODEL_PROVIDER's), or `offline` when none is configured.
+GATEWAY_DEFAULT_MODEL = env.str("GATEWAY_DEFAULT_MODEL", default="")
 # Requests per minute per API key (or browser session); 0 turns the limit off.
 GATEWAY_RATE_LIMIT_PER_MINUTE = env.int("GATEWAY_RATE_LIMIT_PER_MINUTE", default=60)
 for _alias, _target in GATEWAY_MODELS.items():
-    if not isinstance(_target, str) or _target.partition(":")[0].strip() not in ("openai", "offline"):
+    if not isinstance(_target, str) or _target.partition(":")[0].strip() not in ("openai", "anthropic", "offline"):
         raise environ.ImproperlyConfigured(
-            f"GATEWAY_MODELS[{_alias!r}] must be 'openai:<model>' or 'offline', not {_target!r}")
-if GATEWAY_DEFAULT_MODEL not in GATEWAY_MODELS and GATEWAY_DEFAULT_MODEL != "offline":
+            f"GATEWAY_MODELS[{_alias!r}] must be 'openai:<model>', 'anthropic:<model>' or 'offline', not {_target!r}")
+if GATEWAY_DEFAULT_MODEL and GATEWAY_DEFAULT_MODEL not in GATEWAY_MODELS and GATEWAY_DEFAULT_MODEL != "offline":
     raise environ.ImproperlyConfigured(
         f"GATEWAY_DEFAULT_MODEL {GATEWAY_DEFAULT_MODEL!r} is not 'offline' or an alias in GATEWAY_MODELS")
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    # The `openai` client logs every request through httpx (or its fork httpx2) at INFO.
-    "loggers": {"httpx": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}, "django.request": {"level": "ERROR"}},
-}
+# --- Telemetry (telemetry/, docs/operations-telemetry.md) -----------------------------------------
+LOG_FORMAT = env.str("LOG_FORMAT", default="plain")
+if LOG_FORMAT not in ("plain", "json"):
+    raise environ.ImproperlyConfigured(f"LOG_FORMAT must be 'plain' or 'json', not {LOG_FORMAT!r}")
+ACCESS_LOG = env.bool("ACCESS_LOG", default=True)  # one line per request (logger tambo.access)
+from telemetry.logs import logging_config  # noqa: E402  (a plain module: no app, no model)
+
+LOGGING = logging_config(log_format=LOG_FORMAT, level=env.str("LOG_LEVEL", default="INFO"))
+# GET /metrics answers only with this bearer token; METRICS_PORT serves it on a port of its own.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+METRICS_PORT = env.int("METRICS_PORT", default=0)
+METRICS_HOST = env.str("METRICS_HOST", default="127.0.0.1")
 
 # Browser users without a project membership act in this project (created on first use).
 WEB_PROJECT_NAME = env.str("WEB_PROJECT_NAME", default="demo")

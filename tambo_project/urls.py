@@ -4,10 +4,15 @@ from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView
 
 # Registers the x-api-key scheme with drf-spectacular before any schema is generated.
 from tambo_project import openapi  # noqa: F401
-from tambo_project import views
+from tambo_project import audio_views, views
+from telemetry.views import metrics_view
+
+# Django's own refusals (a bad Host) in the route's error shape.
+handler400 = "tambo_project.views.bad_request"
 
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
+    path("metrics", metrics_view, name="metrics"),
     path("admin/", admin.site.urls),
     # JSON whatever the Accept header says (the plain view would answer YAML).
     path("v1/openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
@@ -17,6 +22,7 @@ urlpatterns = [
     path("v1/", include("runs.urls")),
     path("v1/", include("runs.agui.urls")),
     path("v1/", include("threads.urls")),
+    path("audio/transcribe", audio_views.transcribe_view, name="audio-transcribe"),
     path("", include("projects.urls")),
     path("", include("gateway.urls")),
     # Thread names and suggestions: /v1 and the SDK's paths without it.

@@ -7,6 +7,7 @@ import pytest
 from clientsdk import wire
 from core.problems import Problem
 from core.sanity import MAX_JSON_DEPTH, MAX_SAFE_INTEGER, InputError, loads
+from projects import identities
 from projects.auth import Principal
 from projects.models import Project
 from runs.models import Run
@@ -67,9 +68,10 @@ def test_a_string_field_has_the_length_limit_of_its_column(model, field, column)
     assert _max_length(model, field) == column.max_length
 
 
-def test_the_user_key_has_the_length_limit_of_its_column():
+def test_the_user_key_fits_its_column_with_any_identity_prefix():
     principal = Principal(project=Project(name="p"))
-    limit = Thread._meta.get_field("user_key").max_length
+    limit = identities.USER_KEY_MAX_LENGTH
+    assert len(identities.token_user("u" * limit)) <= Thread._meta.get_field("user_key").max_length
     assert principal.user_key("u" * limit) == "u" * limit
     with pytest.raises(Problem):
         principal.user_key("u" * (limit + 1))

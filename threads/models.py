@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from core.clock import now_unique
 from core.ids import new_id
+from projects.identities import STORED_MAX_LENGTH
 
 
 def _thread_id() -> str:
@@ -36,7 +37,8 @@ LEASE_EXPIRED_ERROR = {"code": LEASE_EXPIRED_CODE, "message": "The previous run 
 class Thread(models.Model):
     id = models.CharField(primary_key=True, max_length=40, default=_thread_id, editable=False)
     project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="threads")
-    user_key = models.CharField(max_length=256)
+    # Who owns the thread: a userKey, or a prefixed token user or login (projects/identities.py).
+    user_key = models.CharField(max_length=STORED_MAX_LENGTH)
     name = models.CharField(max_length=500, null=True, blank=True)
     metadata = models.JSONField(null=True, blank=True)
     run_status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.IDLE)
@@ -105,6 +107,10 @@ class Message(models.Model):
     # The id an AG-UI client gave this message, so history it sends again is recognised (runs/agui/protocol.py).
     external_id = models.CharField(max_length=200, null=True, blank=True)
     created_at = models.DateTimeField(default=now_unique)
+    # The model's reasoning before this assistant message (one string per block) and how long it
+    # took; shown to the user, never sent back to the model (runs/reasoning.py).
+    reasoning = models.JSONField(null=True, blank=True)
+    reasoning_duration_ms = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["thread", "created_at", "id"], name="message_list_idx")]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from clientsdk import wire
+from projects.identities import user_key_shown
 from threads.models import LEASE_EXPIRED_ERROR, Message, RunStatus, Suggestion, Thread
 
 
@@ -20,7 +21,7 @@ def _wire(thread: Thread, **run_state) -> wire.Thread:
     return wire.Thread(
         id=thread.id,
         name=thread.name,
-        user_key=thread.user_key,
+        user_key=user_key_shown(thread.user_key),
         **run_state,
         pending_tool_call_ids=thread.pending_tool_call_ids or None,
         last_completed_run_id=thread.last_completed_run_id,
@@ -52,6 +53,8 @@ def message_to_wire(message: Message) -> wire.Message:
         metadata=message.metadata,
         parent_message_id=message.parent_message_id,
         is_cancelled=True if message.is_cancelled else None,
+        reasoning=message.reasoning or None,
+        reasoning_duration_ms=message.reasoning_duration_ms,
     )
 
 

@@ -1,9 +1,13 @@
 """Reads. Every read is scoped by (project, user key): another user's thread does not exist."""
 from __future__ import annotations
 
+from django.conf import settings
+from django.db.models import TextField
+from django.db.models.functions import Cast, Length
+
 from core.problems import Problem
 from projects.models import Project
-from threads.cursors import keyset_page
+from threads.cursors import encode_cursor, keyset_page
 from threads.models import Message, Thread
 
 THREAD_NOT_FOUND = "THREAD_NOT_FOUND"
@@ -22,11 +26,51 @@ def thread_list(*, project: Project, user_key: str, limit: int, cursor: str | No
 
 
 def message_list(*, thread: Thread, limit: int, cursor: str | None, order: str):
-    return keyset_page(thread.messages.all(), cursor=cursor, limit=limit, descending=order == "desc")
+    """One page of the thread's messages, cut short (with `has_more`) where their content would pass
+    MESSAGE_PAGE_BYTES, so a page of screenshots stays bounded in memory (docs/images-and-voice.md).
+    Two statements: the page's ids and content sizes first, then the content of those that fit."""
+    sized = thread.messages.annotate(size=Length(Cast("content", TextField()))).only("id", "created_at")
+    rows, next_cursor, has_more = keyset_page(sized, cursor=cursor, limit=limit, descending=order == "desc")
+    total, fitting = 0, []
+    for row in rows:
+        total += row.size or 0
+        if fitting and total > settings.MESSAGE_PAGE_BYTES:
+            break
+        fitting.append(row)
+    if len(fitting) < len(rows):
+        has_more, next_cursor = True, encode_cursor(fitting[-1].created_at, fitting[-1].id)
+    full = {m.id: m for m in thread.messages.filter(id__in=[row.id for row in fitting])}
+    return [full[row.id] for row in fitting if row.id in full], next_cursor, has_more
 
 
 def message_list_all(*, thread: Thread) -> list[Message]:
     return list(thread.messages.order_by("created_at", "id"))
+
+
+def message_list_newest(*, thread: Thread, max_chars: int, batch: int = 100) -> tuple[list[Message], bool]:
+    """The thread's latest messages, oldest first, read newest-first in batches until their stored
+    content passes `max_chars` (the batch that passes it is kept whole), and whether they reach back
+    to the thread's first message: a long thread under a context budget is not loaded whole to be
+    cut afterwards. The caller trims to turn boundaries."""
+    from django.db.models import Q
+
+    newest: list[Message] = []
+    size = 0
+    whole = False
+    query = thread.messages.order_by("-created_at", "-id")
+    while size <= max_chars:
+        rows = list(query[:batch])
+        newest.extend(rows)
+        size += sum(len(str(m.content)) + len(str(m.additional_context or "")) for m in rows)
+        if len(rows) < batch:
+            whole = True
+            break
+        last = rows[-1]
+        query = thread.messages.filter(Q(created_at__lt=last.created_at) | Q(created_at=last.created_at,
+                                                                              id__lt=last.id)
+                                       ).order_by("-created_at", "-id")
+    newest.reverse()
+    return newest, whole
 
 
 def message_get(*, thread: Thread, message_id: str) -> Message:

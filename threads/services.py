@@ -1,7 +1,7 @@
 """Writes to threads and messages. Every entry point (REST, SSE runs, the page, the admin) calls these."""
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import jsonpatch
 from django.db import transaction
@@ -9,8 +9,9 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from clientsdk import wire
-from core.problems import Problem
+from core.problems import BUSY_RETRY_AFTER, Problem
 from projects.models import Project
+from threads.initial_messages import initial_messages_check
 from threads.models import Message, Thread
 
 
@@ -22,10 +23,17 @@ def thread_create(
     initial_messages: Iterable[wire.InitialMessage] = (),
     name: str | None = None,
     external_id: str | None = None,
+    before_insert: Callable[[Thread], None] | None = None,
 ) -> Thread:
+    """Creates a thread with its initial messages. `before_insert(thread)` may set more fields on
+    the new row before its INSERT (the run path takes the run lock there: one statement, not two)."""
+    initial_messages = list(initial_messages)
+    initial_messages_check(project=project, messages=initial_messages, field="initialMessages")
     with transaction.atomic():
-        thread = Thread.objects.create(project=project, user_key=user_key, metadata=metadata, name=name,
-                                       external_id=external_id)
+        thread = Thread(project=project, user_key=user_key, metadata=metadata, name=name, external_id=external_id)
+        if before_insert is not None:
+            before_insert(thread)
+        thread.save(force_insert=True)
         for initial in initial_messages:
             message_create(thread=thread, role=initial.role,
                            content=[b.wire() for b in initial.content], metadata=initial.metadata)
@@ -53,7 +61,8 @@ def thread_delete(*, thread: Thread) -> None:
     with transaction.atomic():
         locked = thread_lock(thread_id=thread.pk)
         if locked.has_live_run:
-            raise Problem(409, "RUN_ACTIVE", "The thread has an active run.", currentRunId=locked.current_run_id)
+            raise Problem(409, "RUN_ACTIVE", "The thread has an active run.", currentRunId=locked.current_run_id,
+                          retryAfter=BUSY_RETRY_AFTER)
         locked.delete()
 
 
@@ -88,12 +97,15 @@ def message_create(
     is_cancelled: bool = False,
     message_id: str | None = None,
     external_id: str | None = None,
+    reasoning: list[str] | None = None,
+    reasoning_duration_ms: int | None = None,
 ) -> Message:
     kwargs = {"id": message_id} if message_id else {}
     return Message.objects.create(
         thread=thread, role=role, content=content, run_id=run_id, tool_call_id=tool_call_id,
         parent_message_id=parent_message_id, metadata=metadata, additional_context=additional_context,
-        is_cancelled=is_cancelled, external_id=external_id, **kwargs,
+        is_cancelled=is_cancelled, external_id=external_id, reasoning=reasoning,
+        reasoning_duration_ms=reasoning_duration_ms, **kwargs,
     )
 
 
@@ -111,7 +123,8 @@ def component_state_set(*, thread: Thread, component_id: str, state: dict[str, A
     with transaction.atomic():
         locked = thread_lock(thread_id=thread.pk)
         if locked.has_live_run:
-            raise Problem(409, "RUN_ACTIVE", "The thread has an active run.", currentRunId=locked.current_run_id)
+            raise Problem(409, "RUN_ACTIVE", "The thread has an active run.", currentRunId=locked.current_run_id,
+                          retryAfter=BUSY_RETRY_AFTER)
         message = _message_with_component(locked, component_id)
         current = message.component_state.get(component_id, {})
         if patch is not None:

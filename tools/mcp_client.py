@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
@@ -33,9 +32,10 @@ __all__ = [
     "McpResult",
     "McpServerConfig",
     "McpTool",
-    "McpToolCache",
     "call_tool",
     "list_tools",
+    "listing_outcome",
+    "tools_of",
 ]
 
 logger = logging.getLogger(__name__)
@@ -106,27 +106,45 @@ class McpResult:
 
 
 async def list_tools(config: McpServerConfig, *, timeout: float) -> list[McpTool]:
-    """Return the server's tools, following pagination.
+    """Return the server's tools, following pagination, on a connection of its own.
 
     Raises McpClientError when the server cannot be reached, does not answer within `timeout`
     seconds (connect and handshake included), or answers with a protocol error.
     """
+
+    async def listing() -> list[McpTool]:
+        async with _connect(config) as client:
+            return await tools_of(client)
+
+    return await listing_outcome(config, listing, timeout=timeout)
+
+
+async def tools_of(client: Client) -> list[McpTool]:
+    """Every tool a connected server offers, following pagination."""
+    tools: list[McpTool] = []
+    cursor: str | None = None
+    for _ in range(_MAX_TOOL_PAGES):
+        page = await client.list_tools(cursor=cursor)
+        tools.extend(
+            McpTool(name=t.name, description=t.description or "", input_schema=dict(t.input_schema))
+            for t in page.tools
+        )
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return tools
+
+
+async def listing_outcome(config: McpServerConfig, listing: Callable[[], Awaitable[list[McpTool]]], *,
+                          timeout: float, on_timeout: Callable[[], None] | None = None) -> list[McpTool]:
+    """Awaits `listing()` for at most `timeout` seconds; every failure becomes an McpClientError with a
+    safe message (the cause chained). `on_timeout` runs on a timeout."""
     try:
         with anyio.fail_after(timeout):
-            async with _connect(config) as client:
-                tools: list[McpTool] = []
-                cursor: str | None = None
-                for _ in range(_MAX_TOOL_PAGES):
-                    page = await client.list_tools(cursor=cursor)
-                    tools.extend(
-                        McpTool(name=t.name, description=t.description or "", input_schema=dict(t.input_schema))
-                        for t in page.tools
-                    )
-                    cursor = page.next_cursor
-                    if not cursor:
-                        break
-                return tools
+            return await listing()
     except TimeoutError as exc:
+        if on_timeout is not None:
+            on_timeout()
         raise McpClientError(_timeout_message(config, timeout)) from exc
     except MCPError as exc:
         raise McpClientError(f"The MCP server {config.name!r} refused to list its tools: {exc.message}") from exc
@@ -175,46 +193,6 @@ async def call_outcome(config: McpServerConfig, tool_name: str, call: Callable[[
         logger.warning("MCP tool %r on server %r failed", tool_name, config.name, exc_info=True)
         return _error_result(f"The MCP server {config.name!r} could not be reached.")
     return McpResult(content=content_blocks(result), is_error=bool(result.is_error))
-
-
-class McpToolCache:
-    """Remembers each server's tool list for a short time, so that every run need not connect.
-
-    A server that cannot be reached is also remembered, for `failure_ttl` seconds, so that a
-    dead server costs one timeout (and one warning) per interval rather than one per run.
-    Safe to share between tasks; two tasks that miss at once both fetch, which is harmless.
-    """
-
-    def __init__(
-        self,
-        *,
-        ttl: float = 30.0,
-        failure_ttl: float = 5.0,
-        timeout: float = 10.0,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._ttl = ttl
-        self._failure_ttl = failure_ttl
-        self._timeout = timeout
-        self._clock = clock
-        self._entries: dict[McpServerConfig, tuple[float, list[McpTool] | None]] = {}
-
-    async def get(self, config: McpServerConfig) -> list[McpTool] | None:
-        """The server's tools, or None (with a logged warning) when it cannot be reached."""
-        cached = self._entries.get(config)
-        if cached is not None and cached[0] > self._clock():
-            return None if cached[1] is None else list(cached[1])
-        try:
-            tools: list[McpTool] | None = await list_tools(config, timeout=self._timeout)
-        except McpClientError as exc:
-            logger.warning("Leaving out the tools of MCP server %r: %s", config.name, exc, exc_info=exc.__cause__)
-            tools = None
-        ttl = self._ttl if tools is not None else self._failure_ttl
-        self._entries[config] = (self._clock() + ttl, tools)
-        return None if tools is None else list(tools)
-
-    def clear(self) -> None:
-        self._entries.clear()
 
 
 def content_blocks(result: CallToolResult) -> list[dict[str, Any]]:

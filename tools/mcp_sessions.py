@@ -1,11 +1,13 @@
-"""Kept MCP sessions: one per (event loop, MCP server), reused by every call (docs/protocol.md#design-for-scale).
+"""Kept MCP sessions: one per (event loop, MCP server), reused by every call and listing (docs/protocol.md#design-for-scale).
 
 `tools.mcp_client.call_tool` connects, calls and disconnects: for a stdio server that is a process
 started per call. `McpSessions.call_tool` instead keeps one session per server open while it is in
 use and closes it after `idle_timeout` seconds without a call. The `mcp` SDK's session lives in
 anyio scopes that must be entered and left by one task, so each session is owned by a task of its
 own (started in a fresh context, not the caller's) that takes calls from a queue, one at a time:
-calls to one server never run concurrently, which bounds what a server is asked at once. A call
+calls to one server never run concurrently, which bounds what a server is asked at once. Tool
+listings go through the same session (`list_tools`), so a stdio server is one process per event loop
+whatever the load: listings and calls included. A call
 that fails with anything but the tool's own error result (a timeout, a lost connection, a crashed
 server) closes the session; the next call starts a new one.
 """
@@ -20,7 +22,7 @@ from django.conf import settings
 from mcp import MCPError
 from mcp.types import CONNECTION_CLOSED
 
-from tools.mcp_client import McpResult, McpServerConfig, _connect, call_outcome
+from tools.mcp_client import McpResult, McpServerConfig, McpTool, _connect, call_outcome, listing_outcome, tools_of
 
 logger = logging.getLogger(__name__)
 
@@ -46,14 +48,14 @@ class _Session:
             async with _connect(self.config) as client:
                 while True:
                     try:
-                        tool_name, arguments, future = await asyncio.wait_for(self.calls.get(), self.idle_timeout)
+                        job, future = await asyncio.wait_for(self.calls.get(), self.idle_timeout)
                     except asyncio.TimeoutError:
                         self.ending = True
                         return
                     if future.done():
                         continue  # its caller gave up (timed out) before the call started
                     try:
-                        result = await client.call_tool(tool_name, arguments)
+                        result = await job(client)
                     except MCPError as exc:
                         if not future.done():
                             future.set_exception(exc)
@@ -73,7 +75,7 @@ class _Session:
         finally:
             self.ending = True
             while not self.calls.empty():
-                _, _, future = self.calls.get_nowait()
+                _, future = self.calls.get_nowait()
                 if not future.done():
                     future.set_exception(ConnectionError("The MCP session ended."))
 
@@ -95,16 +97,25 @@ class McpSessions:
                         timeout: float) -> McpResult:
         """As tools.mcp_client.call_tool (never raises for a failure of the server or the tool),
         on the server's kept session."""
+        session, future, hung = self._submit(config, lambda client: client.call_tool(tool_name, arguments))
+        return await call_outcome(config, tool_name, lambda: asyncio.shield(future), timeout=timeout,
+                                  on_timeout=hung)
+
+    async def list_tools(self, config: McpServerConfig, *, timeout: float) -> list[McpTool]:
+        """As tools.mcp_client.list_tools (raises McpClientError), on the server's kept session."""
+        session, future, hung = self._submit(config, tools_of)
+        return await listing_outcome(config, lambda: asyncio.shield(future), timeout=timeout, on_timeout=hung)
+
+    def _submit(self, config: McpServerConfig, job: Any) -> tuple[_Session, asyncio.Future, Any]:
         session = self._session(config)
         future: asyncio.Future = asyncio.get_running_loop().create_future()
-        session.calls.put_nowait((tool_name, arguments, future))
+        session.calls.put_nowait((job, future))
 
         def hung() -> None:
             future.cancel()
             session.close()  # a server that hangs is restarted for the next call
 
-        return await call_outcome(config, tool_name, lambda: asyncio.shield(future), timeout=timeout,
-                                  on_timeout=hung)
+        return session, future, hung
 
     def close_all(self) -> None:
         for session in self._sessions.values():

@@ -1,8 +1,8 @@
-"""Reading a project's server-side tools (built-in tools switched on, MCP servers) in one statement.
+"""A project's server-side tools (built-in tools switched on, MCP servers), as the run path reads them.
 
-The run path reads them together with the thread it locks (runs/services.py): `tool_annotations`
-are two subqueries that any query with a project id column can carry, each folding the rows into a
-JSON array, so the toolbox costs no statement of its own.
+The run path reads them together with the API key or the thread it locks: tools/statements.py has
+the two columns (subqueries folding the rows into JSON arrays) any statement with a project id can
+carry, so the toolbox costs no statement of its own; `project_tools` turns them into ProjectTools.
 """
 from __future__ import annotations
 
@@ -10,34 +10,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Aggregate, JSONField, OuterRef, Subquery
-from django.db.models.functions import JSONObject
-
-from projects.models import Project
-from tools.models import McpServer, ProjectTool
-
 _MCP_FIELDS = ("name", "transport", "command", "args", "env", "url", "headers")
-
-
-class _JsonArray(Aggregate):
-    """The rows' values as one JSON array (PostgreSQL jsonb_agg, SQLite json_group_array)."""
-
-    function = "JSONB_AGG"
-    output_field = JSONField()
-
-    def as_sqlite(self, compiler, connection, **extra_context):
-        return super().as_sql(compiler, connection, function="JSON_GROUP_ARRAY", **extra_context)
-
-
-def tool_annotations(project_ref: str = "project_id") -> dict[str, Subquery]:
-    """Annotations (`tools_enabled`, `tools_mcp`) reading the project's tools in the same statement;
-    `project_ref` names the project id column of the outer query. Read them with `project_tools`."""
-    names = (ProjectTool.objects.filter(project_id=OuterRef(project_ref), enabled=True)
-             .values("project_id").annotate(rows=_JsonArray("name")).values("rows"))
-    servers = (McpServer.objects.filter(project_id=OuterRef(project_ref), enabled=True)
-               .values("project_id").annotate(rows=_JsonArray(JSONObject(**{f: f for f in _MCP_FIELDS})))
-               .values("rows"))
-    return {"tools_enabled": Subquery(names), "tools_mcp": Subquery(servers)}
 
 
 @dataclass
@@ -47,7 +20,7 @@ class ProjectTools:
 
 
 def project_tools(row: Any) -> ProjectTools:
-    """The tools read through `tool_annotations` on `row` (a model instance carrying them)."""
+    """The tools read by tools/statements.py `tool_columns` on `row` (attributes `tools_enabled`, `tools_mcp`)."""
     from tools.mcp_client import McpServerConfig  # the MCP SDK takes a second to import: only when used
 
     configs = []
@@ -62,8 +35,10 @@ def project_tools(row: Any) -> ProjectTools:
 
 
 def project_tools_of(project: Any) -> ProjectTools:
-    """The project's tools, one statement."""
-    return project_tools(Project.objects.filter(pk=project.pk).annotate(**tool_annotations("pk")).get())
+    """The project's tools, one statement (written once: tools/statements.py)."""
+    from tools.statements import project_tools_read  # it builds on this module
+
+    return project_tools_read(project.pk)
 
 
 def _json(value: Any) -> Any:

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from clientsdk import wire
 from core.problems import Problem, validation_error
+from runs.reasoning import THINKING_EVENTS
 
 MAX_ID_LENGTH = 200
 
@@ -186,5 +187,9 @@ async def agui_events(events: AsyncIterator[BaseEvent], *, thread_id: str, run_i
             continue
         elif isinstance(event, ToolCallResultEvent):
             yield event.model_copy(update={"message_id": result_message_id(event.tool_call_id)})
+        elif isinstance(event, THINKING_EVENTS):
+            # @tambo-ai/client's THINKING_* names are not AG-UI 1.0's (REASONING_*, with message
+            # ids): a generic client would refuse them, so this route leaves reasoning out.
+            continue
         else:
             yield event

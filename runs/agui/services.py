@@ -15,8 +15,10 @@ from pydantic import ValidationError
 
 from clientsdk import wire
 from core.problems import Problem, validation_error
+from projects import limits
 from projects.auth import Principal
 from projects.models import Project
+from projects.models_config import model_chain_for
 from runs.agui import protocol as agui
 from runs.lock import lock_take
 from runs.models import Run
@@ -40,6 +42,7 @@ def agui_run_start(*, principal: Principal, run_input: RunAgentInput) -> Started
     """
     agui.check_input(run_input, max_messages=settings.AGUI_MAX_MESSAGES)
     user_key = _user_key(principal, run_input)
+    budget = limits.call_admit(project=principal.project, user_key=user_key)
     tools = agui.client_tools(run_input)
     with transaction.atomic():
         thread = _thread_for(principal.project, user_key, run_input.thread_id)
@@ -64,7 +67,9 @@ def agui_run_start(*, principal: Principal, run_input: RunAgentInput) -> Started
         history = selectors.message_list_all(thread=thread)
         tools = project_tools_of(principal.project)
     thread.project = principal.project  # the loop reads it from async code: no lazy loads there
-    started = StartedRun(thread=thread, run=run, body=body, history=history, tools=tools)
+    # AG-UI names no model: the project's first model answers, the others are its fallbacks.
+    started = StartedRun(thread=thread, run=run, body=body, history=history, tools=tools, budget=budget,
+                         models=model_chain_for(principal.project, requested=None))
     return started
 
 

@@ -28,6 +28,7 @@ from django.db import connection, transaction
 from django.db.models import Case, Count, Max, Q, Value, When
 from django.utils import timezone
 
+from runs.lock import FINAL_RUN_STATUSES
 from runs.models import Run, RunEvent
 from runs.stream.event_log import CHANNEL, NOTIFY_LIMIT
 from runs.stream.sse import encode_event
@@ -78,6 +79,21 @@ def log_dead_runs(*, run_ids: list[str]) -> None:
         ids = ",".join(row.run_id for row in rows)
         with connection.cursor() as cursor:  # delivered when the caller's transaction commits
             cursor.execute("SELECT pg_notify(%s, %s)", [CHANNEL, ids if len(ids) <= NOTIFY_LIMIT else "*"])
+
+
+def dead_run_record(thread: Thread) -> None:
+    """Records the run of an expired lease that a new run takes over as failed, and stores its
+    checkpointed text as a cancelled assistant message (spec section 14). Registered with the lock
+    (runs/apps.py); called with the thread's row lock held."""
+    now = timezone.now()
+    dead = Run.objects.filter(id=thread.current_run_id).exclude(status__in=FINAL_RUN_STATUSES).first()
+    if dead is not None:
+        Run.objects.filter(id=dead.id).update(status=Run.Status.FAILED, error_code=LEASE_EXPIRED_CODE,
+                                              error_message=DEAD_RUN_MESSAGE, finished_at=now)
+        partial_store(thread=thread, run=dead)
+        log_dead_runs(run_ids=[dead.id])
+    thread.last_run_error = dict(LEASE_EXPIRED_ERROR)
+    thread.last_run_cancelled = None
 
 
 def partial_store(*, thread: Thread, run: Run) -> Message | None:

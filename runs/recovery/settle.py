@@ -21,6 +21,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connections, transaction
 
+from core import db_health
 from runs import services
 from threads import services as thread_services
 from threads.models import Message
@@ -43,6 +44,9 @@ async def run_end(*, thread, run, step, code: str, message: str, cancelled: bool
         step.cancel()  # components keep the props seen so far
         message_id, content = step.message_id, step.content()
     end = _End(thread, run, message_id, content, cancelled, code, message)
+    if db_health.known_down():
+        _schedule(end, wait_first=True)  # a try now would only wait for the pool's timeout
+        return
     try:
         await sync_to_async(_record_end, thread_sensitive=False)(end)
         return
@@ -81,6 +85,11 @@ async def _retry(end: _End, wait_first: bool) -> None:
         if wait_first:
             await asyncio.sleep(RETRY_INTERVAL)
         wait_first = True
+        if db_health.known_down():
+            if time.monotonic() + RETRY_INTERVAL >= deadline:
+                log.error("Run %s: could not record its end; the expiry sweep will", end.run.id)
+                return
+            continue
         try:
             await sync_to_async(_record_end, thread_sensitive=False)(end)
             log.info("Run %s: its end was recorded after a database failure", end.run.id)

@@ -14,10 +14,12 @@ from datetime import datetime, timedelta
 
 import psycopg
 from django.conf import settings
+from django.db import connections
 from django.db.models import Q
 from django.utils import timezone
 from psycopg.conninfo import make_conninfo
 
+from core.statements import prepare, quote
 from runs.models import Run, RunEvent
 
 CHANNEL = "tambo_run_events"
@@ -30,12 +32,20 @@ STALE_ROWS = timedelta(days=1)
 _ENDED = (Run.Status.AWAITING_INPUT, Run.Status.COMPLETED, Run.Status.CANCELLED, Run.Status.FAILED)
 
 
+_INSERT = (f"INSERT INTO {quote(RunEvent._meta.db_table)} (run_id, seq, data, final, created_at) "
+           "VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING")
+
+
 def log_write(rows: list[tuple[str, int, str, bool]]) -> None:
-    """Stores (run id, seq, JSON, final) rows in one statement, through db_call: SQLite's way (one
-    process, nobody to notify). PostgreSQL's is `LogConnection.write`."""
-    now = timezone.now()
-    RunEvent.objects.bulk_create(
-        [RunEvent(run_id=r, seq=s, data=d, final=f, created_at=now) for r, s, d, f in rows], ignore_conflicts=True)
+    """Stores (run id, seq, JSON, final) rows in one executemany, through db_call: SQLite's way (one
+    process, nobody to notify). PostgreSQL's is `LogConnection.write`.
+
+    A statement written once, not `bulk_create`: building a model instance per event cost the
+    stream about 8 µs per delta. ON CONFLICT: a batch written again after a lost answer is harmless."""
+    connection = connections["default"]
+    now = prepare(RunEvent._meta.get_field("created_at"), timezone.now(), connection)
+    with connection.cursor() as cursor:
+        cursor.executemany(_INSERT, [(r, s, d, f, now) for r, s, d, f in rows])
 
 
 def log_read(*, run_id: str, after: int, upto: int | None = None, limit: int) -> list[tuple[int, str, bool]]:

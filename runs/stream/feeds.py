@@ -177,9 +177,25 @@ class Feed:
         wake.set()
 
 
+# An SSE comment: every client ignores it, and it keeps a proxy in front (nginx cuts a stream after
+# 60 s without a byte) from taking a run that waits on the model or a tool for a dead connection.
+KEEP_ALIVE = b": keep-alive\n\n"
+
+
+async def changed_within(feed: Feed, seconds: float) -> bool:
+    """Waits for `feed` to change, at most `seconds`; False when it did not (time for KEEP_ALIVE)."""
+    try:
+        async with asyncio.timeout(seconds):
+            await feed.changed()
+    except TimeoutError:
+        return False
+    return True
+
+
 async def read(feed: Feed, cursor: int) -> AsyncIterator[bytes]:
     """The frames of `feed` after id `cursor` as they come, until the run's last event; a reader that
-    falls behind what the feed keeps gets the `tambo.stream.lagged` event and stops."""
+    falls behind what the feed keeps gets the `tambo.stream.lagged` event and stops. KEEP_ALIVE goes
+    out after every HEARTBEAT_SECONDS without an event (this is where every stream of a run waits)."""
     while True:
         chunk, cursor, state = feed.take(cursor)
         if chunk:
@@ -192,7 +208,8 @@ async def read(feed: Feed, cursor: int) -> AsyncIterator[bytes]:
             return
         if not chunk:
             # Only when nothing was there: a yield may have waited on the client while the run went on.
-            await feed.changed()
+            if not await changed_within(feed, settings.HEARTBEAT_SECONDS):
+                yield KEEP_ALIVE
 
 
 class Flusher:

@@ -23,7 +23,7 @@ from django.db import connection
 
 from core.db import db_call, log_db_failure
 from runs.stream.event_log import CHANNEL, log_connection, log_read
-from runs.stream.feeds import Feed, flusher, frame, read
+from runs.stream.feeds import KEEP_ALIVE, Feed, changed_within, flusher, frame, read
 
 log = logging.getLogger(__name__)
 
@@ -189,7 +189,8 @@ async def events_follow(run_id: str, after: int, *, join_live: bool = False):
                 if feed.ended:
                     return
                 # What lies between cursor and the feed is not in the log yet: wait for the run.
-                await feed.changed()
+                if not await changed_within(feed, settings.HEARTBEAT_SECONDS):
+                    yield KEEP_ALIVE
     finally:
         if mirror is not None:
             follower.detach(run_id, mirror)

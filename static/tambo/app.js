@@ -24,6 +24,10 @@ function main() {
     onRetry: () => threads.retry(),
     onComponentState: (block, state) => threads.updateComponentState(block, state),
     onSuggestion: true,
+    onNotice: (text) => {
+      threads.view.notice = text;
+      threads.changed();
+    },
   });
   threads = new ThreadsChat({
     onChange: (view, busy) => {

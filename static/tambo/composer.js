@@ -3,7 +3,9 @@
 // sends), focus returns to the box after a send, and the transcript is redrawn at most once per
 // animation frame however fast events arrive.
 
+import { attachmentTray } from "./attachments.js";
 import { renderView, statusLabel } from "./render.js";
+import { voiceButton } from "./voice.js";
 
 const $ = (selector, root) => root.querySelector(selector);
 const MAX_ROWS_HEIGHT = 0.4; // at most this share of the window's height
@@ -19,7 +21,9 @@ export function growToFit(textarea) {
   textarea.style.overflowY = wanted > limit ? "auto" : "hidden";
 }
 
-export function chatPanel(root, { controller, emptyText, onRetry, onComponentState, onSuggestion }) {
+// `onNotice(text)`, when given, turns on the panel's images and microphone (the threads tab) and shows
+// what went wrong with them.
+export function chatPanel(root, { controller, emptyText, onRetry, onComponentState, onSuggestion, onNotice }) {
   const list = $("[data-role=messages]", root);
   const state = $("[data-role=state]", root);
   const input = $("[data-role=input]", root);
@@ -27,6 +31,15 @@ export function chatPanel(root, { controller, emptyText, onRetry, onComponentSta
   const stop = $("[data-role=stop]", root);
   const form = $("[data-role=composer]", root);
   if (touchFirst()) input.placeholder = "Message…";
+  const tray = onNotice && root.querySelector("[data-role=attachments]") ? attachmentTray(root, { onNotice }) : null;
+  if (onNotice) {
+    voiceButton(root, {
+      input, onNotice, onText: (text) => {
+        input.value = input.value.trim() ? `${input.value.trimEnd()} ${text}` : text;
+        growToFit(input);
+      },
+    });
+  }
 
   let latest = null;
   let frame = 0;
@@ -54,13 +67,16 @@ export function chatPanel(root, { controller, emptyText, onRetry, onComponentSta
   };
 
   const submit = async (text = input.value) => {
-    if (!text.trim() || controller().busy) return;
-    if (text === input.value) {
+    const fromBox = text === input.value;
+    const withImages = fromBox && tray?.count > 0;
+    if ((!text.trim() && !withImages) || controller().busy) return;
+    const attachments = withImages ? tray.take() : [];
+    if (fromBox) {
       input.value = "";
       growToFit(input);
     }
     input.focus();
-    await controller().send(text);
+    await controller().send(text, attachments);
     // Back to the box once the answer is in, unless the person went elsewhere meanwhile.
     if (!root.hidden && (document.activeElement === document.body || root.contains(document.activeElement))) {
       input.focus();

@@ -14,8 +14,11 @@ export function newView() {
   return { messages: [], status: "idle", error: null, notice: null };
 }
 
-export function addUserMessage(view, text, id = `local-${Date.now()}-${view.messages.length}`) {
-  const message = { id, role: "user", blocks: [{ kind: "text", key: "t0", text }], cancelled: false };
+// `images`: [{ name, src }] shown as thumbnails after the text.
+export function addUserMessage(view, text, id = `local-${Date.now()}-${view.messages.length}`, images = []) {
+  const blocks = text ? [{ kind: "text", key: "t0", text }] : [];
+  images.forEach((image, index) => blocks.push({ kind: "image", key: `i${index}`, ...image }));
+  const message = { id, role: "user", blocks, cancelled: false };
   view.messages.push(message);
   return message;
 }
@@ -187,6 +190,12 @@ export function endRun(view, status, error = null) {
 }
 
 // A stored thread (GET /v1/threads/{id}) as a view: tool results are folded into their calls.
+// An image the page can show: a stored blob, or an http(s) URL.
+function isImage(resource) {
+  if (!resource || !String(resource.mimeType || "").startsWith("image/")) return false;
+  return Boolean(resource.blob) || /^https?:\/\//i.test(resource.uri || "");
+}
+
 export function viewFromThread(thread) {
   const view = newView();
   let lastUser = null; // the last user message with no answer after it so far
@@ -205,6 +214,10 @@ export function viewFromThread(thread) {
     for (const block of content) {
       if (block.type === "text" && block.text) {
         blocks.push({ kind: "text", key: `t${blocks.length}`, text: block.text });
+      } else if (block.type === "resource" && isImage(block.resource)) {
+        const r = block.resource;
+        blocks.push({ kind: "image", key: `i${blocks.length}`, name: r.name || "image",
+          src: r.blob ? `data:${r.mimeType};base64,${r.blob}` : r.uri });
       } else if (block.type === "resource") {
         const r = block.resource || {};
         blocks.push({ kind: "text", key: `t${blocks.length}`, text: `[${r.name || r.uri || "resource"}] ${r.text || ""}` });

@@ -156,6 +156,11 @@ function updateMessage(node, message, handlers) {
 
 function createBlock(block) {
   if (block.kind === "text") return el("div", "block-text");
+  if (block.kind === "image") {
+    const figure = el("figure", "block-image");
+    figure.append(el("img"));
+    return figure;
+  }
   if (block.kind === "tool") {
     const card = el("details", "tool-card");
     const summary = el("summary");
@@ -174,6 +179,13 @@ function createBlock(block) {
 }
 
 function updateBlock(part, block, handlers, role) {
+  if (block.kind === "image") {
+    const img = part.querySelector("img");
+    // A data URL is set once: assigning the same long string again would decode the image again.
+    if (img.getAttribute("src") !== block.src) img.src = block.src;
+    img.alt = block.name;
+    return;
+  }
   if (block.kind === "text") {
     if (role !== "assistant") {
       if (part.textContent !== block.text) part.textContent = block.text;

@@ -104,16 +104,18 @@ export class ThreadsChat {
     this.onThreadsChange(this.threads, this.thread?.id ?? null);
   }
 
-  async send(text) {
+  // `attachments`: [{ part, image }] from the composer's tray (attachments.js).
+  async send(text, attachments = []) {
     const trimmed = text.trim();
-    if (!trimmed || this.busy) return false;
+    if ((!trimmed && !attachments.length) || this.busy) return false;
     this.view.error = null;
     this.view.notice = null;
     this.view.suggestions = null;
-    addUserMessage(this.view, trimmed);
+    addUserMessage(this.view, trimmed, undefined, attachments.map((a) => a.image));
     // A thread without a name gets one from the server after its first answer.
-    const nameAs = this.thread?.name ? null : trimmed;
-    await this.turn({ role: "user", content: [{ type: "text", text: trimmed }] }, nameAs);
+    const nameAs = this.thread?.name || !trimmed ? null : trimmed;
+    const content = [...(trimmed ? [{ type: "text", text: trimmed }] : []), ...attachments.map((a) => a.part)];
+    await this.turn({ role: "user", content }, nameAs);
     return true;
   }
 

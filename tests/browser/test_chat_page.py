@@ -42,9 +42,10 @@ def last_answer(page, name: str = "threads"):
 
 
 def the_thread(user):
+    from projects.identities import login_user
     from threads.models import Thread
 
-    return Thread.objects.get(user_key=f"web-user-{user.pk}")
+    return Thread.objects.get(user_key=login_user(user.pk))
 
 
 def test_an_anonymous_visitor_is_sent_to_the_login_page(open_page):

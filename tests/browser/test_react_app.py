@@ -10,6 +10,7 @@ recorded: the page must log no error and the API must answer nothing outside 2xx
 """
 from __future__ import annotations
 
+import base64
 import io
 import json
 import shutil
@@ -23,6 +24,9 @@ from playwright.sync_api import expect
 
 from tests.browser.conftest import SCREENSHOTS
 from tests.conftest import Api, require_part
+from tests.support.fake_openai import FakeOpenAI, Text
+from tests.support.images import png
+from tests.support.live import openai_live_server
 from tests.support.static_http import StaticServer
 from tests.support.user_tokens import JwksServer, rsa_key, sign_rs256
 
@@ -368,3 +372,35 @@ def test_a_react_app_whose_user_token_the_project_cannot_verify_says_so_and_send
     warnings = [text for kind, text in recorder.console if kind == "warning"]
     assert any(text.startswith("[TamboProvider] Token exchange failed:") and "invalid_grant" in text
                for text in warnings), warnings
+
+
+def test_an_image_added_with_the_sdks_add_image_reaches_the_model_byte_for_byte(
+        chromium, app_origin, api_key, tmp_path):
+    picture = png(120, 80, seed=11)
+    (tmp_path / "chart.png").write_bytes(picture)
+    with FakeOpenAI() as fake, openai_live_server("react-image", fake.base_url, "sk-react") as server:
+        fake.script(Text("A chart."))
+        context = chromium.new_context(viewport={"width": 1280, "height": 800})
+        context.set_default_timeout(20_000)
+        page = context.new_page()
+        recorder = Recorder(page, server.url)
+        try:
+            open_app(page, app_origin, server.url, api_key, userKey="react-alice")
+            page.get_by_label("Image").set_input_files(str(tmp_path / "chart.png"))
+            expect(page.get_by_test_id("staged-images")).to_have_text("1")
+            send(page, "What does this chart show?")
+            expect(assistant_texts(page).first).to_have_text("A chart.")
+            wait_idle(page)
+            expect(page.get_by_test_id("staged-images")).to_have_text("0")  # sent: the SDK unstaged it
+        finally:
+            page.screenshot(path=str(SCREENSHOTS / "react-add-image.png"))
+            context.close()
+        parts = [m for m in fake.requests[0].body["messages"] if m["role"] == "user"][-1]["content"]
+        images = [p for p in parts if p["type"] == "image_url"]
+        assert len(images) == 1
+        header, data = images[0]["image_url"]["url"].split(",", 1)
+        assert header == "data:image/png;base64"
+        assert base64.b64decode(data) == picture
+        assert {"type": "text", "text": "What does this chart show?"} in parts
+        bad = [entry for entry in recorder.responses if not 200 <= entry[2] < 300]
+        assert bad == [], bad

@@ -189,6 +189,24 @@ const scenarios = {
     };
   },
 
+  /** A run that waits on a server tool that hangs: the stream carries `: keep-alive` comments meanwhile
+   * (tests/runs/test_heartbeat.py shows them to a raw reader); the client must ignore them. */
+  async slow_tool_run() {
+    const client = newClient();
+    const stream = client.run("Please call slow__hang {}");
+    const events = await drain(stream);
+    const thread = await stream.thread;
+    const types = events.map((e) => e.type);
+    assert.equal(types[0], "RUN_STARTED");
+    assert.equal(types.at(-1), "RUN_FINISHED", JSON.stringify(types));
+    assert.ok(!types.includes("RUN_ERROR"), JSON.stringify(types));
+    assert.ok(events.every((e) => typeof e.type === "string"), "an event without a type");
+    const assistant = thread.messages.at(-1);
+    assert.ok(textOf(assistant).startsWith("Tool slow__hang returned: Error: The MCP server 'slow' did not answer"),
+      textOf(assistant));
+    return { threadId: thread.id, eventTypes: types, status: thread.status };
+  },
+
   /** A client tool registered with registerTool: the model calls it, the client runs it and continues. */
   async client_tool() {
     const client = newClient();

@@ -66,3 +66,16 @@ def test_a_valid_key_is_accepted_and_its_use_recorded(api, api_key):
     assert api.get("/v1/threads").status_code == 200
 
     assert ApiKey.objects.get().last_used_at is not None
+
+
+@pytest.mark.parametrize("path", ["/v1/threads/runs", "/v1/threads/{thread}/runs", "/v1/threads?userKey=alice"])
+def test_a_key_revoked_after_use_is_refused_at_its_next_request(live_server_url, thread, api_key, path):
+    # The same server process has just accepted the key (the run path reads it with the project's
+    # tools, projects/key_lookup.py): nothing it remembers may outlive the revoke.
+    runs = f"/v1/threads/{thread[0].id}/runs"
+    first = requests.post(live_server_url + runs, json=RUN_BODY, headers={"x-api-key": api_key}, timeout=30)
+    assert first.status_code == 200 and b"RUN_FINISHED" in first.content
+    ApiKey.objects.update(revoked=True)
+
+    method = "GET" if path.startswith("/v1/threads?") else "POST"
+    assert_problem(_call(live_server_url, method, path, thread, {"x-api-key": api_key}), 401, "UNAUTHORIZED")

@@ -9,7 +9,7 @@ import jwt
 import pytest
 import requests
 
-from projects import user_tokens
+from projects.identities import token_user
 from projects.models import ApiKey, Project
 from tests.support.problems import assert_problem
 from tests.support.run_requests import user_message
@@ -47,8 +47,8 @@ def bearer(live_server_url, token, api_key) -> Bearer:
 
 
 def _others(project) -> dict[str, Thread]:
-    return {"bob": services.thread_create(project=project, user_key="bob"),
-            "alice": services.thread_create(project=project, user_key="alice")}
+    return {"bob": services.thread_create(project=project, user_key=token_user("bob")),
+            "alice": services.thread_create(project=project, user_key=token_user("alice"))}
 
 
 def test_it_lists_creates_and_fetches_the_threads_of_the_tokens_user_only(bearer, project):
@@ -74,7 +74,7 @@ def test_the_bearer_alone_is_enough(live_server_url, token, project):
 
 
 def test_a_user_key_that_differs_from_the_tokens_user_is_refused(bearer, project):
-    thread = services.thread_create(project=project, user_key="alice")
+    thread = services.thread_create(project=project, user_key=token_user("alice"))
 
     assert_problem(bearer.request("GET", "/v1/threads", params={"userKey": "bob"}), 400, "VALIDATION_ERROR",
                    field="userKey")
@@ -105,11 +105,11 @@ def test_a_run_started_with_a_bearer_belongs_to_the_tokens_user_and_can_be_cance
     assert cancel.status_code == 200, cancel.text
     assert cancel.json() == {"runId": run_id, "status": "cancelled"}
     assert rest[-1]["type"] == "RUN_ERROR" and rest[-1]["code"] == "CANCELLED"
-    assert Thread.objects.get(id=thread_id).user_key == "alice"
+    assert Thread.objects.get(id=thread_id).user_key == token_user("alice")
 
 
 def test_a_run_on_an_existing_thread_works_with_a_bearer(bearer, project):
-    thread = services.thread_create(project=project, user_key="alice")
+    thread = services.thread_create(project=project, user_key=token_user("alice"))
 
     response = bearer.request("POST", f"/v1/threads/{thread.id}/runs", json={"message": user_message("hi")},
                               stream=True)
@@ -124,11 +124,11 @@ def _forged(token: str) -> str:
 
 
 def _expired(token: str) -> str:
-    # Signed with the server's own key (the test shares its SECRET_KEY), only the expiry is in the past.
+    # Signed with the project's own secret, only the expiry is in the past.
     claims = jwt.decode(token, options={"verify_signature": False})
     now = int(time.time())
     return jwt.encode({**claims, "iat": now - 7200, "exp": now - 3600},
-                      user_tokens._access_key(claims["iss"]), algorithm="HS256")
+                      Project.objects.get(pk=claims["iss"]).access_token_secret, algorithm="HS256")
 
 
 @pytest.mark.parametrize("spoil", [_forged, _expired, lambda t: t[:-4] + "AAAA", lambda t: "x.y.z",
@@ -182,7 +182,7 @@ def test_revoking_the_key_the_token_came_through_counts_even_when_another_key_is
 
 
 def test_without_a_token_or_a_user_key_the_api_key_alone_still_reads_nothing(live_server_url, api_key, project):
-    services.thread_create(project=project, user_key="alice")
+    services.thread_create(project=project, user_key=token_user("alice"))
 
     response = requests.get(live_server_url + "/v1/threads", headers={"x-api-key": api_key}, timeout=30)
 
@@ -205,7 +205,7 @@ ROUTES = [
 
 
 def _route_call(client: Bearer, method: str, template: str, project) -> requests.Response:
-    thread = services.thread_create(project=project, user_key="alice")
+    thread = services.thread_create(project=project, user_key=token_user("alice"))
     message = services.message_create(thread=thread, role="user", content=[{"type": "text", "text": "hi"}])
     body = {"message": user_message("hi")} if template.endswith("runs") else {"state": {}}
     response = client.request(method, template.format(thread=thread.id, message=message.id),

@@ -203,7 +203,7 @@ def test_a_thread_made_through_v1_is_continued_by_its_id(api: Api, runs: Runs):
     ({"messages": [{"id": "m1", "role": "user", "content": 5}]}, "messages[0].content"),
     ({"messages": [{"id": "m1", "role": "tool", "content": "x"}]}, "messages[0].toolCallId"),
     ({"messages": [{"id": "m1", "role": "user", "content": ""}]}, "messages[0].content"),
-    ({"tools": [{"name": "bad name!", "description": "x"}]}, "tools[0].name"),
+    ({"tools": [{"name": "", "description": "x"}]}, "tools[0].name"),
     ({"context": [{"description": "no value"}]}, "context[0].value"),
     ({"forwardedProps": {}}, "forwardedProps.userKey"),
     ({"messages": []}, "messages"),

@@ -109,7 +109,7 @@ def test_tools_become_client_tools_and_a_bad_name_is_named():
         {"name": "lookup", "description": "Finds things.",
          "inputSchema": {"type": "object", "properties": {"q": {"type": "integer"}}}}]
     with pytest.raises(Problem) as refused:
-        client_tools(_input([], tools=[{"name": "no spaces please", "description": ""}]))
+        client_tools(_input([], tools=[{"name": "", "description": ""}]))
     assert refused.value.extra["field"] == "tools[0].name"
 
 

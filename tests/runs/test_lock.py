@@ -99,7 +99,7 @@ def test_a_live_lease_refuses_the_next_taker(thread):
 
     assert refused.value.status == 409
     assert refused.value.code == "CONCURRENT_RUN"
-    assert refused.value.extra == {"currentRunId": "run_a"}
+    assert refused.value.extra == {"currentRunId": "run_a", "retryAfter": 1}
     assert not Run.objects.filter(id="run_b").exists()
 
 
@@ -122,6 +122,22 @@ def test_an_expired_lease_lets_the_next_taker_in_and_fails_the_dead_run(thread):
     assert thread.run_status == RunStatus.WAITING
     assert thread.last_run_error["code"] == LEASE_EXPIRED_CODE
     assert thread.lease_expires_at > timezone.now()
+
+
+def test_a_takeover_with_no_recovery_registered_is_refused_and_changes_nothing(thread, monkeypatch):
+    # Crash recovery registers what a takeover records (runs/apps.py); without it a dead run would
+    # stay "streaming" for good, so the lock refuses rather than take over silently.
+    take_with_run(thread, "run_dead")
+    expire_lease(thread)
+    monkeypatch.setattr("runs.lock._takeover", None)
+
+    with pytest.raises(RuntimeError, match="No lease takeover registered"):
+        take_with_run(thread, "run_next")
+
+    thread.refresh_from_db()
+    assert thread.current_run_id == "run_dead"
+    assert Run.objects.get(id="run_dead").status == Run.Status.WAITING
+    assert not Run.objects.filter(id="run_next").exists()
 
 
 def test_of_fifty_takers_after_an_expired_lease_exactly_one_takes_over(thread):

@@ -5,6 +5,7 @@ import time
 
 import pytest
 
+from projects.config import ProjectSettings, project_settings_save
 from runs.models import Run
 from runs.services import ABANDONED_TEXT
 from tests.runs.conftest import (
@@ -64,7 +65,9 @@ def test_a_text_run_streams_the_persisted_message(runs: Runs):
     assert "isCancelled" not in answer
 
 
-def test_a_new_thread_run_stores_the_initial_messages_and_metadata_first(runs: Runs):
+def test_a_new_thread_run_stores_the_initial_messages_and_metadata_first(runs: Runs, project):
+    # A system message needs allowSystemPromptOverride (tests/runs/test_initial_message_roles.py).
+    project_settings_save(project, ProjectSettings(allow_system_prompt_override=True))
     initial = [{"role": "system", "content": [{"type": "text", "text": "Be brief."}]},
                {"role": "assistant", "content": [{"type": "text", "text": "Hi, how can I help?"}]}]
     thread_id, events = runs.run_new("hello", thread={"initialMessages": initial}, threadMetadata={"from": "test"})

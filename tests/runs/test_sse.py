@@ -7,7 +7,7 @@ import json
 import pytest
 from ag_ui.core import TextMessageContentEvent, TextMessageEndEvent, TextMessageStartEvent
 
-from runs.stream.sse import encode_event, merge_text
+from runs.stream.sse import encode_event, merge_text, text_content
 
 TRICKY = ['plain', 'a "quoted" word', "two\nlines\r\n", "tab\tand\bbell\x07", "emoji 😀🇫🇷", "\u2028",
           "a\u2029b", "back\\slash \\n", "\x00\x1f\x7f", "</script>", "é ñ 中文", "'single'", "/slash/"]
@@ -18,6 +18,21 @@ def test_the_text_template_writes_what_ag_ui_writes(delta):
     event = TextMessageContentEvent(message_id="msg_ab-C_9", delta=delta, timestamp=1700000000123)
     expected = b"data: " + event.model_dump_json(by_alias=True, exclude_none=True).encode() + b"\n\n"
     assert encode_event(event) == expected
+
+
+@pytest.mark.parametrize("delta", TRICKY)
+def test_the_step_s_text_event_is_ag_ui_s_own(delta):
+    # The step makes its text events without pydantic (runs/stream/sse.py text_content): the same model,
+    # the same fields, and the same bytes through the template and through ag_ui's own encoding.
+    validated = TextMessageContentEvent(message_id="msg_ab-C_9", delta=delta)
+    made = text_content("msg_ab-C_9", delta)
+
+    assert type(made) is TextMessageContentEvent and made == validated
+    assert made.model_fields_set == validated.model_fields_set
+    made.timestamp = validated.timestamp = 1700000000123
+    assert encode_event(made) == encode_event(validated)
+    assert made.model_dump_json(by_alias=True, exclude_none=True) == validated.model_dump_json(
+        by_alias=True, exclude_none=True)
 
 
 def test_merged_deltas_keep_the_text_byte_for_byte():

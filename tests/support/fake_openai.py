@@ -15,6 +15,10 @@ Tests enqueue one reply per request and assert on what the server received:
         ...  # point a client at fake.base_url
         fake.requests[0].body["model"], fake.requests[0].api_key
 
+`POST /v1/audio/transcriptions` (multipart) takes the next reply too: a `Text` is the transcript
+(`{"text": …}`), an `HTTPError` or `Stall` fails it; its record's body is the form's fields, the file
+as `{"filename", "contentType", "data": bytes}`.
+
 An empty script answers `default_reply`. Streamed bodies use chunked transfer encoding, so a dropped
 connection is visible to the client as an incomplete body rather than a clean end of stream.
 """
@@ -47,9 +51,13 @@ class Text:
     # None sends no finish chunk (a server that ends the stream without saying why).
     finish_reason: str | None = "stop"
     usage: dict[str, int] | None = None  # None: a usage computed from the chunk count
+    # Reasoning streamed before the text: `reasoning_content` deltas here, thinking blocks on the
+    # Anthropic fake (tests/support/fake_anthropic.py).
+    reasoning: str | Sequence[str] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "chunks", _chunks(self.chunks))
+        object.__setattr__(self, "reasoning", _chunks(self.reasoning))
 
 
 @dataclass(frozen=True)
@@ -80,10 +88,12 @@ class ToolCalls:
     repeat_head: bool = False
     finish_reason: str = "tool_calls"
     usage: dict[str, int] | None = None
+    reasoning: str | Sequence[str] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "calls", tuple(self.calls))
         object.__setattr__(self, "text", _chunks(self.text))
+        object.__setattr__(self, "reasoning", _chunks(self.reasoning))
 
 
 @dataclass(frozen=True)
@@ -141,7 +151,8 @@ class RecordedRequest:
     @property
     def api_key(self) -> str | None:
         auth = self.headers.get("authorization", "")
-        return auth[len("Bearer "):] if auth.startswith("Bearer ") else None
+        # Anthropic's clients send the key as x-api-key.
+        return auth[len("Bearer "):] if auth.startswith("Bearer ") else self.headers.get("x-api-key")
 
     @property
     def wants_usage(self) -> bool:
@@ -173,6 +184,7 @@ def content_deltas(reply: Prefix) -> list[dict[str, Any]]:
     if not isinstance(reply, (Text, ToolCalls)):
         reply = Text(tuple(reply))
     deltas: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+    deltas += [{"reasoning_content": chunk} for chunk in reply.reasoning]
     text = reply.chunks if isinstance(reply, Text) else reply.text
     deltas += [{"content": chunk} for chunk in text]
     if isinstance(reply, ToolCalls):
@@ -219,8 +231,9 @@ class _Handler(BaseHTTPRequestHandler):
         pass  # Keep test output clean.
 
     def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
+        raw = self._read_body()
+        if self.path.rstrip("/") == "/v1/audio/transcriptions":
+            return self._transcribe(raw)
         try:
             body = json.loads(raw) if raw else None
         except ValueError:
@@ -244,6 +257,32 @@ class _Handler(BaseHTTPRequestHandler):
             record.disconnected.set()
             self.close_connection = True
         except _EndAnswer:
+            self.close_connection = True
+
+    def _read_body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            parts = []
+            while (size := int(self.rfile.readline().split(b";")[0], 16)) > 0:
+                parts.append(self.rfile.read(size))
+                self.rfile.readline()
+            self.rfile.readline()
+            return b"".join(parts)
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _transcribe(self, raw: bytes) -> None:
+        record = self._record(_form_fields(self.headers.get("Content-Type", ""), raw))
+        reply = self.server.fake._next_reply()
+        try:
+            if isinstance(reply, HTTPError):
+                self._send_json(reply.status, error_body(reply.status, reply.message, reply.type, reply.code))
+            elif isinstance(reply, Stall):
+                self._wait(reply.seconds, record)
+                raise _EndAnswer
+            else:
+                self._send_json(200, {"text": "".join(reply.chunks) if isinstance(reply, Text) else ""})
+        except (BrokenPipeError, ConnectionResetError, _EndAnswer):
+            record.disconnected.set()
             self.close_connection = True
 
     # --- recording and plain answers ---
@@ -366,6 +405,22 @@ class _Handler(BaseHTTPRequestHandler):
             return False
 
 
+def _form_fields(content_type: str, raw: bytes) -> dict[str, Any]:
+    """A multipart/form-data body's fields: text values as str, files as {filename, contentType, data}."""
+    from email.parser import BytesParser
+    from email.policy import HTTP
+
+    message = BytesParser(policy=HTTP).parsebytes(f"Content-Type: {content_type}\r\n\r\n".encode() + raw)
+    fields: dict[str, Any] = {}
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        data = part.get_payload(decode=True) or b""
+        filename = part.get_filename()
+        fields[name] = ({"filename": filename, "contentType": part.get_content_type(), "data": data}
+                        if filename is not None else data.decode())
+    return fields
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     # Stalled handlers end on their own once `_stopping` is set; never hang shutdown on them.
@@ -375,6 +430,8 @@ class _Server(ThreadingHTTPServer):
 
 class FakeOpenAI:
     """The scripted server. Use as a context manager, or call start() and stop()."""
+
+    handler_class: type[BaseHTTPRequestHandler] = _Handler
 
     def __init__(self, default_reply: Reply | None = None) -> None:
         self.default_reply: Reply = default_reply or Text()
@@ -388,7 +445,7 @@ class FakeOpenAI:
     # --- lifecycle ---
 
     def start(self) -> "FakeOpenAI":
-        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server = _Server(("127.0.0.1", 0), self.handler_class)
         self._server.fake = self
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="fake-openai", daemon=True)

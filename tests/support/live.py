@@ -33,7 +33,8 @@ def database_url() -> str:
 
 class LiveServer:
     def __init__(self, name: str, extra_env: dict[str, str] | None = None,
-                 app: str = "tambo_project.asgi:application"):
+                 app: str = "tambo_project.asgi:application", args: tuple[str, ...] = (),
+                 start_timeout: float = 120.0):
         self.name = name
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -47,18 +48,17 @@ class LiveServer:
         self._log = open(self.log_path, "wb")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1",
-             "--port", str(self.port), "--no-access-log", "--timeout-graceful-shutdown", "2"],
+             "--port", str(self.port), "--no-access-log", "--timeout-graceful-shutdown", "2",
+             "--http", "tambo_project.http_guard:GuardedHTTPProtocol", *args],  # as bin/serve
             cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
         )
         try:
-            self._wait()
+            self._wait(start_timeout)
         except BaseException:
-            self.stop()  # a server that started too late would otherwise outlive the test run
+            self.stop()  # a server that did not come up must not outlive the test run
             raise
 
-    # Generous: importing the app took 30 to 50 s of wall time on the 2 shared cores of a busy machine
-    # (load average 17), and a server that never starts fails the tests all the same.
-    def _wait(self, timeout: float = 120.0) -> None:
+    def _wait(self, timeout: float = 30.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

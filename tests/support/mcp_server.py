@@ -2,7 +2,8 @@
 
 Run it as `python tests/support/mcp_server.py stdio` or
 `python tests/support/mcp_server.py http --port N` (streamable HTTP at http://127.0.0.1:N/mcp).
-`tests/support/mcp_fixtures.py` starts the HTTP variant for a test.
+`tests/support/mcp_fixtures.py` starts the HTTP variant for a test. With `MCP_TEST_START_LOG` set
+in its environment, each process appends its pid to that file on start (tests count processes).
 """
 
 from __future__ import annotations
@@ -77,11 +78,24 @@ def header(name: str, ctx: Context) -> str:
     return headers.get(name.lower(), "")
 
 
+@server.resource("memo://note", mime_type="text/plain", description="A short text note.")
+def note() -> str:
+    return "the note says: buy milk"
+
+
+@server.resource("image://red-dot", mime_type="image/png", description="A 1x1 red PNG.")
+def red_dot() -> bytes:
+    return tiny_png()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("transport", choices=["stdio", "http"])
     parser.add_argument("--port", type=int, default=8765)
     args = parser.parse_args()
+    if os.environ.get("MCP_TEST_START_LOG"):
+        with open(os.environ["MCP_TEST_START_LOG"], "a") as log:
+            log.write(f"{os.getpid()}\n")
     if args.transport == "stdio":
         server.run("stdio")
     else:

@@ -3,6 +3,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from projects.config import ProjectSettings, project_settings_save
 from tests.support.problems import assert_problem
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -38,7 +39,9 @@ def test_it_stores_metadata(api):
     assert fetched["metadata"] == {"topic": "billing", "n": [1, 2]}
 
 
-def test_it_stores_initial_messages_in_order(api):
+def test_it_stores_initial_messages_in_order(api, project):
+    # A system message needs allowSystemPromptOverride (tests/runs/test_initial_message_roles.py).
+    project_settings_save(project, ProjectSettings(allow_system_prompt_override=True))
     response = api.post("/v1/threads", {"userKey": "alice", "initialMessages": [
         {"role": "system", "content": [{"type": "text", "text": "Be brief."}]},
         {"role": "user", "content": [{"type": "text", "text": "Hello"}], "metadata": {"source": "import"}},

@@ -26,11 +26,11 @@ from tests.support.mcp_fixtures import free_port, mcp_http_url, stdio_command
 from tools.mcp_client import (
     McpClientError,
     McpServerConfig,
-    McpToolCache,
     call_tool,
     content_blocks,
     list_tools,
 )
+from tools.mcp_tool_cache import McpToolCache
 
 __all__ = ["mcp_http_url"]  # a fixture, used by name
 
@@ -192,20 +192,56 @@ def test_a_server_that_cannot_start_makes_list_tools_raise():
     assert result.is_error and text_of(result) == "The MCP server 'local' could not be reached."
 
 
-def test_the_cache_returns_none_and_warns_once_per_interval_for_an_unreachable_server(caplog):
+def test_an_unreachable_server_is_left_out_at_once_and_retried_in_the_background_with_backoff(caplog):
     now = [1000.0]
-    cache = McpToolCache(failure_ttl=5.0, timeout=5.0, clock=lambda: now[0])
+    attempts = []
+
+    async def counting_list_tools(config, *, timeout):
+        attempts.append(now[0])
+        return await list_tools(config, timeout=timeout)
+
+    cache = McpToolCache(failure_ttl=5.0, max_backoff=20.0, timeout=5.0, clock=lambda: now[0],
+                         lister=counting_list_tools)
     config = stdio_config(name="broken", command="/nonexistent/mcp-server")
     caplog.set_level(logging.WARNING, logger="tools.mcp_client")
 
-    assert asyncio.run(cache.get(config)) is None
-    assert asyncio.run(cache.get(config)) is None
-    warnings = [r for r in caplog.records if "broken" in r.getMessage()]
-    assert len(warnings) == 1
+    async def main():
+        seen = [await cache.get(config)]  # the first run waits for the listing
+        seen.append(await cache.get(config))  # the failure stands: no listing
+        for step in (5.0, 10.0, 20.0, 20.0):  # the backoff doubles after each failure, up to the cap
+            now[0] += step - 0.5
+            seen.append(await cache.get(config))
+            assert cache.listing(config) is None  # not yet due
+            now[0] += 0.5
+            seen.append(await cache.get(config))  # due: retried in the background, this run goes on
+            await cache.listing(config)
+        return seen
 
-    now[0] += 6.0
-    assert asyncio.run(cache.get(config)) is None
-    assert len([r for r in caplog.records if "broken" in r.getMessage()]) == 2
+    seen = asyncio.run(main())
+    assert seen == [None] * 10
+    assert len(attempts) == 5
+    assert len([r for r in caplog.records if "broken" in r.getMessage()]) == 5
+
+
+def test_a_burst_that_misses_the_cache_shares_one_listing_on_one_stdio_process(tmp_path):
+    from tools.mcp_sessions import McpSessions
+
+    starts = tmp_path / "starts"
+    config = stdio_config(env={"MCP_TEST_START_LOG": str(starts), "PATH": os.environ.get("PATH", "")})
+
+    async def main():
+        kept = McpSessions(idle_timeout=30)
+        cache = McpToolCache(lister=kept.list_tools, timeout=30)
+        listed = await asyncio.gather(*(cache.get(config) for _ in range(50)))
+        # A tool call afterwards goes to the same process.
+        result = await kept.call_tool(config, "add", {"a": 1, "b": 2}, timeout=30)
+        kept.close_all()
+        return listed, result
+
+    listed, result = asyncio.run(main())
+    assert all({tool.name for tool in tools} == TEST_SERVER_TOOLS for tools in listed)
+    assert text_of(result) == "3"
+    assert len(starts.read_text().split()) == 1
 
 
 # --- streamable HTTP -------------------------------------------------------------------------

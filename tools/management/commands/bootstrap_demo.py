@@ -1,4 +1,5 @@
-"""First-start set-up for the serve command: a demo project, API key, user and built-in tools.
+"""First-start set-up for the serve command: a demo project, API key, built-in tools, and, only with
+`--login` (bin/serve, the development entry), a demo superuser whose password it prints.
 
 It lives in tools, not projects, because it switches on the built-in tools: tools builds on projects,
 so this is the lowest app that may import both.
@@ -19,8 +20,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--url", default="http://127.0.0.1:8000", help="Base URL to print.")
+        # Off by default: outside development nothing may create a login by itself, nor print a
+        # password into logs (docker-compose ran this on every start). `createsuperuser` makes one.
+        parser.add_argument("--login", action="store_true", help="Also create the demo login (development).")
 
-    def handle(self, *args, url: str, **options):
+    def handle(self, *args, url: str, login: bool = False, **options):
         project, created = Project.objects.get_or_create(name=settings.WEB_PROJECT_NAME)
         for name in builtin_names():
             ProjectTool.objects.get_or_create(project=project, name=name)
@@ -29,7 +33,7 @@ class Command(BaseCommand):
             _, raw = ApiKey.generate(project, "demo")
             lines.append(f"  API key (shown once): {raw}")
         user_model = get_user_model()
-        if not user_model.objects.filter(username="demo").exists():
+        if login and not user_model.objects.filter(username="demo").exists():
             password = secrets.token_urlsafe(9)
             user = user_model.objects.create_superuser("demo", "demo@example.invalid", password)
             project.members.add(user)
@@ -40,7 +44,9 @@ class Command(BaseCommand):
         self.stdout.write(f"  API docs:   {url}/v1/docs")
         for line in lines:
             self.stdout.write(line)
-        if not lines:
+        if not login:
+            self.stdout.write("  No login was created: `manage.py createsuperuser` makes one.")
+        elif not lines:
             self.stdout.write("  (demo key and user were created on an earlier start; "
                               "`.venv/bin/python manage.py createapikey` makes another key, "
                               "`.venv/bin/python manage.py changepassword demo` a new demo password)")

@@ -108,6 +108,11 @@ function Block({ block }) {
       );
     case "tool_result":
       return <p className="tool-result">result for {block.toolUseId}</p>;
+    case "resource":
+      return block.resource?.blob && block.resource.mimeType?.startsWith("image/")
+        ? <img className="image" alt={block.resource.name ?? "image"}
+            src={`data:${block.resource.mimeType};base64,${block.resource.blob}`} />
+        : <p className="resource">{block.resource?.name ?? block.resource?.uri}</p>;
     default:
       return null;
   }
@@ -131,13 +136,17 @@ function Suggestions() {
 }
 
 function MessageInput() {
-  const { value, setValue, submit, isPending, isDisabled } = useTamboThreadInput();
+  const { value, setValue, submit, isPending, isDisabled, images, addImages } = useTamboThreadInput();
   const { isIdentified } = useTambo();
   return (
     // A failed send is logged by the SDK (console.error) and shown in the status line.
     <form onSubmit={(event) => { event.preventDefault(); void submit().catch(() => {}); }}>
       <input aria-label="Message" value={value} onChange={(event) => setValue(event.target.value)}
         placeholder="Ask something" />
+      {/* The SDK's own image staging (addImage/addImages), as Tambo's MessageInput uses it. */}
+      <input type="file" aria-label="Image" accept="image/*" multiple
+        onChange={(event) => { void addImages([...event.target.files]); event.target.value = ""; }} />
+      <output data-testid="staged-images">{images.length}</output>
       <button type="submit" disabled={isPending || isDisabled || !isIdentified}>Send</button>
     </form>
   );

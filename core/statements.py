@@ -1,0 +1,73 @@
+"""The run path's hot statements: SQL written once, at import, and executed with parameters through
+Django's own cursor (so its connection handling, the pool, the statement wrappers the tests count
+with, and SQLite's IMMEDIATE transactions all apply as for the ORM).
+
+Building a queryset, resolving its expressions and compiling it costs the ORM about a millisecond of
+Python per statement, more with annotations and subqueries: several times the statement itself on a
+short run (docs/performance.md has the profile). The statements here skip that and keep the rest:
+rows come back as model instances, through each field's own converters (SQLite's text datetimes
+and JSON, PostgreSQL's jsonb), and values go in through each field's own preparation.
+
+Only for a handful of statements run on every request; everything else stays with the ORM.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from django.db import connections
+from django.db.models import Field, Model
+from django.db.models.expressions import Col
+
+
+def quote(name: str) -> str:
+    # Both backends quote identifiers the SQL standard's way.
+    return '"%s"' % name
+
+
+class Columns:
+    """The concrete columns of `model` read under the table alias `alias`: their SQL, and a row's
+    values turned into an instance the way the ORM does (`Model.from_db`, the fields' converters)."""
+
+    def __init__(self, model: type[Model], alias: str, fields: Sequence[str] | None = None):
+        self.model = model
+        concrete = model._meta.concrete_fields
+        self.fields: list[Field] = [f for f in concrete if fields is None or f.name in fields]
+        self.alias = alias
+        self.sql = ", ".join(f"{quote(alias)}.{quote(f.column)}" for f in self.fields)
+        self._names = [f.attname for f in self.fields]
+        self._cols = [Col(alias, f) for f in self.fields]
+        self._converters: dict[str, list[list[Callable]]] = {}
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+    def converters(self, connection) -> list[list[Callable]]:
+        cached = self._converters.get(connection.vendor)
+        if cached is None:
+            cached = self._converters[connection.vendor] = [
+                connection.ops.get_db_converters(col) + col.target.get_db_converters(connection)
+                for col in self._cols]
+        return cached
+
+    def instance(self, values: Sequence[Any], connection) -> Model:
+        converted = []
+        for value, col, converters in zip(values, self._cols, self.converters(connection)):
+            for converter in converters:
+                value = converter(value, col, connection)
+            converted.append(value)
+        return self.model.from_db(connection.alias, self._names, converted)
+
+
+def prepare(field: Field, value: Any, connection) -> Any:
+    """A value for `field`'s column, as the ORM would send it (a datetime as text on SQLite, a
+    dict as jsonb on PostgreSQL)."""
+    return field.get_db_prep_save(value, connection)
+
+
+def execute(sql: str, params: Sequence[Any], *, using: str = "default") -> tuple[list[tuple], int]:
+    """Runs one statement; returns (the rows it answered, the rows it changed)."""
+    connection = connections[using]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall() if cursor.description else []
+        return rows, cursor.rowcount

@@ -1,0 +1,200 @@
+"""Run rates and token budgets, enforced across every server process (docs/abuse-and-limits.md).
+
+The counters are rows of one table (`LimitCounter`), so every process on one database shares them;
+PostgreSQL alone is enough (and SQLite on one machine). For each call that may reach a model:
+
+- `call_admit` before it: counts one run against the minute windows of the user and the project and
+  reads the day's token counts, in ONE statement on PostgreSQL (two on SQLite, which has no
+  data-modifying CTE). A window's count is raised only while it is under the limit, in the same
+  statement that checks it (`ON CONFLICT … DO UPDATE … WHERE count < limit`), so of any number of
+  concurrent requests exactly the limit get in. Over a rate: 429 `RATE_LIMITED`; over a budget: 429
+  `BUDGET_EXCEEDED`; both with a positive `Retry-After` (the end of the window).
+- `call_record` after it (for a run: with its end, never per step): adds the tokens it used to the
+  day's counts of the user and the project, in one statement.
+
+Windows are cut by the database's clock on PostgreSQL, so processes whose clocks disagree still count
+in the same window. A project without limits pays nothing: no statement at all.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone as dt_timezone
+
+from django.db import connection
+
+from core.problems import Problem
+from projects.config import Limits, project_settings
+from projects.limit_models import LimitCounter
+from providers.base import ModelError
+
+TABLE = LimitCounter._meta.db_table
+PROJECT = ""  # the user_key of a project's own counters (no end user is stored as "")
+RUNS, TOKENS = "runs", "tokens"
+MINUTE, DAY = 60, 86400
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What a run admitted at `call_admit` may still spend: the fewest tokens left in any budget."""
+
+    remaining: int
+
+    def exhausted(self, used: int) -> bool:
+        return used >= self.remaining
+
+
+def budget_check(budget: Budget | None, usage: dict | None) -> None:
+    """Before each model call of a run: a run that crossed its budget makes no further call. Raises
+    providers.base.ModelError("BUDGET_EXCEEDED"), which ends the run with RUN_ERROR."""
+    if budget is not None and budget.exhausted(tokens_of(usage)):
+        raise ModelError("BUDGET_EXCEEDED", "The token budget ran out during this run.", retryable=False)
+
+
+def tokens_of(usage: dict | None) -> int:
+    """The tokens a call used, from the provider's usage (OpenAI's names)."""
+    if not usage:
+        return 0
+    total = usage.get("total_tokens")
+    if isinstance(total, int) and not isinstance(total, bool):
+        return max(total, 0)
+    return sum(max(usage.get(k) or 0, 0) for k in ("prompt_tokens", "completion_tokens")
+               if isinstance(usage.get(k), int))
+
+
+def _limits(project) -> Limits:
+    return project_settings(project).limits
+
+
+def _retry_after(now: float, window: int) -> int:
+    # Never 0: a caller told to wait 0 s would repeat the refused call at once.
+    return max(1, math.ceil((math.floor(now / window) + 1) * window - now))
+
+
+def call_admit(*, project, user_key: str | None) -> Budget | None:
+    """Admits one call that may reach a model (a run, a name, suggestions, a gateway completion,
+    a transcription), or raises 429 Problem. `user_key` is the stored key of the end user (None for a
+    call with no user: only the project's limits apply). Answers the token budget left, or None when
+    the project has no budget. Holds no lock and no transaction of its own."""
+    limits = _limits(project)
+    rates = {key: limit for key, limit in ((user_key, limits.runs_per_minute_per_user),
+                                           (PROJECT, limits.runs_per_minute)) if key is not None and limit > 0}
+    budgets = {key: limit for key, limit in ((user_key, limits.tokens_per_day_per_user),
+                                             (PROJECT, limits.tokens_per_day)) if key is not None and limit > 0}
+    if not rates and not budgets:
+        return None
+    counted, spent, now = _admit_statement(project.pk, rates, budgets)
+    for key, limit in budgets.items():
+        if spent.get(key, 0) >= limit:
+            who = "this user's" if key else "the project's"
+            raise Problem(429, "BUDGET_EXCEEDED", f"Over {who} token budget for today ({limit} tokens).",
+                          retryAfter=_retry_after(now, DAY))
+    for key, limit in rates.items():
+        if key not in counted:
+            who = "this user" if key else "the project"
+            raise Problem(429, "RATE_LIMITED", f"Over the run rate for {who} ({limit} a minute).",
+                          retryAfter=_retry_after(now, MINUTE))
+    if not budgets:
+        return None
+    return Budget(remaining=min(limit - spent.get(key, 0) for key, limit in budgets.items()))
+
+
+def call_record(*, project, user_key: str | None, usage: dict | None) -> None:
+    """Adds a finished call's tokens to the day's counts (one statement; none without budgets)."""
+    limits = _limits(project)
+    tokens = tokens_of(usage)
+    keys = [key for key, limit in ((user_key, limits.tokens_per_day_per_user), (PROJECT, limits.tokens_per_day))
+            if key is not None and limit > 0]
+    if not tokens or not keys:
+        return
+    if connection.vendor == "postgresql":
+        day, day_params = "(date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')", []
+    else:
+        day, day_params = "%s", [_window_value(time.time(), DAY)]
+    params: list = []
+    for key in keys:
+        params += [project.pk, key, TOKENS, *day_params, tokens]
+    rows = ", ".join([f"(%s, %s, %s, {day}, %s)"] * len(keys))
+    with connection.cursor() as cursor:
+        cursor.execute(f"INSERT INTO {TABLE} AS c (project_id, user_key, kind, window_start, count) VALUES {rows} "
+                       "ON CONFLICT (project_id, user_key, kind, window_start) "
+                       "DO UPDATE SET count = c.count + EXCLUDED.count", params)
+
+
+def _window_value(now: float, window: int):
+    start = datetime.fromtimestamp(math.floor(now / window) * window, tz=dt_timezone.utc)
+    return connection.ops.adapt_datetimefield_value(start)
+
+
+def _rate_rows(project_id: str, rates: dict[str, int], window: str) -> tuple[str, list]:
+    rows = ", ".join([f"(%s, %s, %s, {window}, 1)"] * len(rates))
+    params: list = []
+    for key in rates:
+        params += [project_id, key, RUNS]
+    return rows, params
+
+
+def _admit_statement(project_id: str, rates: dict[str, int], budgets: dict[str, int]):
+    """(keys whose run count was raised, tokens spent today by key, the clock in epoch seconds)."""
+    user_limit = next((limit for key, limit in rates.items() if key != PROJECT), 0)
+    project_limit = rates.get(PROJECT, 0)
+    upsert = ("INSERT INTO {table} AS c (project_id, user_key, kind, window_start, count) VALUES {rows} "
+              "ON CONFLICT (project_id, user_key, kind, window_start) DO UPDATE SET count = c.count + 1 "
+              "WHERE c.count < CASE WHEN c.user_key = '' THEN %s ELSE %s END RETURNING user_key")
+    token_keys = list(budgets)
+    tokens_where = (f"project_id = %s AND kind = '{TOKENS}' AND window_start = {{day}} AND user_key IN "
+                    f"({', '.join(['%s'] * len(token_keys))})")
+    if connection.vendor == "postgresql":
+        return _admit_postgresql(project_id, rates, token_keys, upsert, tokens_where, project_limit, user_limit)
+    return _admit_sqlite(project_id, rates, token_keys, upsert, tokens_where, project_limit, user_limit)
+
+
+def _admit_postgresql(project_id, rates, token_keys, upsert, tokens_where, project_limit, user_limit):
+    # The database's clock cuts the windows, so every process counts in the same one.
+    minute = "date_trunc('minute', now())"
+    day = "(date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')"
+    parts, params = [], []
+    ctes = ""
+    if rates:
+        rows, rate_params = _rate_rows(project_id, rates, minute)
+        ctes = "WITH up AS (" + upsert.format(table=TABLE, rows=rows) + ") "
+        params += rate_params + [project_limit, user_limit]
+        parts.append(f"SELECT '{RUNS}', user_key, 0 FROM up")
+    if token_keys:
+        parts.append(f"SELECT '{TOKENS}', user_key, count FROM {TABLE} WHERE " + tokens_where.format(day=day))
+        params += [project_id, *token_keys]
+    parts.append("SELECT 'now', '', CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS bigint)")
+    with connection.cursor() as cursor:
+        cursor.execute(ctes + " UNION ALL ".join(parts), params)
+        answer = cursor.fetchall()
+    counted = {key for kind, key, _ in answer if kind == RUNS}
+    spent = {key: count for kind, key, count in answer if kind == TOKENS}
+    now = next(count for kind, _, count in answer if kind == "now") / 1000
+    return counted, spent, now
+
+
+def _admit_sqlite(project_id, rates, token_keys, upsert, tokens_where, project_limit, user_limit):
+    # SQLite runs on one machine: its processes share the clock this reads.
+    now = time.time()
+    counted: set[str] = set()
+    spent: dict[str, int] = {}
+    with connection.cursor() as cursor:
+        if token_keys:
+            cursor.execute(f"SELECT user_key, count FROM {TABLE} WHERE " + tokens_where.format(day="%s"),
+                           [project_id, _window_value(now, DAY), *token_keys])
+            spent = dict(cursor.fetchall())
+        if rates:
+            rows = ", ".join(["(%s, %s, %s, %s, 1)"] * len(rates))
+            params: list = []
+            for key in rates:
+                params += [project_id, key, RUNS, _window_value(now, MINUTE)]
+            cursor.execute(upsert.format(table=TABLE, rows=rows), params + [project_limit, user_limit])
+            counted = {row[0] for row in cursor.fetchall()}
+    return counted, spent, now
+
+
+def counters_prune(*, older_than_days: int) -> int:
+    """Deletes counter windows that ended more than `older_than_days` ago (one statement)."""
+    cutoff = datetime.fromtimestamp(time.time() - older_than_days * DAY, tz=dt_timezone.utc)
+    return LimitCounter.objects.filter(window_start__lt=cutoff).delete()[0]

@@ -1,0 +1,83 @@
+"""Which models a project's calls go to (spec section 16): its `models` list, else the server's default.
+
+`project_targets` turns a project's settings into `ModelTarget`s (providers/base.py) whose keys are
+resolved when a call is made (projects/secrets.py); `model_chain_for` orders them for one run or
+gateway call and refuses a model the project does not offer (400 MODEL_NOT_ALLOWED, before anything
+is stored or called). A model spec without `apiKey` and `baseUrl` uses the server's endpoint for its
+provider (`OPENAI_*`, `ANTHROPIC_*`); one with a `baseUrl` but no key sends none, so the server's
+own key never reaches another vendor.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import partial
+
+from django.conf import settings
+
+from core.problems import Problem
+from projects.config import ModelSpec, project_settings
+from projects.secrets import secret_resolve
+from providers import default_endpoint
+from providers.base import ModelTarget
+from providers.chain import ModelChain
+
+
+def _default_model(provider: str) -> str:
+    if provider == "openai":
+        return settings.OPENAI_MODEL
+    if provider == "anthropic":
+        return settings.ANTHROPIC_MODEL
+    return "offline"
+
+
+def server_target() -> ModelTarget:
+    """The server-wide default model (MODEL_PROVIDER and its environment)."""
+    endpoint = default_endpoint()
+    return ModelTarget(provider=endpoint.provider, model=_default_model(endpoint.provider),
+                       base_url=endpoint.base_url, key=endpoint.api_key,
+                       parameters=dict(settings.MODEL_PARAMETERS), timeout=settings.OPENAI_TIMEOUT)
+
+
+def _target(spec: ModelSpec, parameters: dict) -> ModelTarget:
+    if spec.api_key is None and spec.base_url is None and spec.provider != "offline":
+        endpoint = default_endpoint(spec.provider)
+        base_url, key = endpoint.base_url, endpoint.api_key
+    else:
+        base_url, key = spec.base_url, (partial(secret_resolve, spec.api_key) if spec.api_key else None)
+    return ModelTarget(provider=spec.provider, model=spec.model, base_url=base_url, key=key,
+                       parameters=parameters, timeout=settings.OPENAI_TIMEOUT)
+
+
+def project_targets(project) -> list[ModelTarget]:
+    """The project's models in order (the first answers), parameters merged project over server."""
+    config = project_settings(project)
+    parameters = {**settings.MODEL_PARAMETERS, **config.parameters}
+    if not config.models:
+        return [replace(server_target(), parameters=parameters)]
+    return [_target(spec, parameters) for spec in config.models]
+
+
+def project_model_names(project) -> list[str]:
+    """The names a run's or a gateway call's `model` may choose, the default first."""
+    config = project_settings(project)
+    names = [t.model for t in project_targets(project)] + list(config.allowed_models)
+    return list(dict.fromkeys(names))
+
+
+def model_chain_for(project, *, requested: str | None) -> ModelChain:
+    """The models one call tries, in order. Raises Problem 400 MODEL_NOT_ALLOWED for a `requested`
+    name the project does not offer. A project without a `models` list or `allowedModels` keeps the
+    server's behaviour: the requested name goes to the server's default provider as given."""
+    config = project_settings(project)
+    targets = project_targets(project)
+    if requested:
+        chosen = [t for t in targets if t.model == requested]
+        if chosen:
+            targets = chosen[:1] + [t for t in targets if t is not chosen[0]]
+        elif requested in config.allowed_models or not (config.models or config.allowed_models):
+            # Another model of the first model's endpoint; the rest stay its fallbacks.
+            targets = [replace(targets[0], model=requested)] + targets[1:]
+        else:
+            raise Problem(400, "MODEL_NOT_ALLOWED", f"The model {requested[:200]!r} is not offered by this project.",
+                          allowedModels=project_model_names(project))
+    return ModelChain(targets, max_output_tokens=config.max_output_tokens)

@@ -1,0 +1,75 @@
+"""Voice input (spec section 17, docs/images-and-voice.md): who may transcribe, with which model, what.
+
+The view (tambo_project/audio_views.py) reads the upload and calls these; the call to the model is
+providers/transcription.py.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import PurePosixPath
+
+from django.conf import settings
+
+from core.problems import Problem, validation_error
+from projects.auth import Principal
+from projects.config import ENV_REF, project_settings
+from providers.transcription import TranscriptionTarget
+
+# What the reference accepts (mp3, wav, mp4, mpeg, mpga, m4a, webm), and the types browsers' MediaRecorder
+# and file pickers give those files.
+AUDIO_EXTENSIONS = {".mp3", ".wav", ".mp4", ".mpeg", ".mpga", ".m4a", ".webm", ".ogg", ".oga", ".flac"}
+AUDIO_TYPES = ("audio/", "video/mp4", "video/webm", "video/mpeg")
+
+UNAVAILABLE_DETAIL = ("This project has no transcription model. Add one to the project file "
+                      "(transcription: {provider: openai, model: whisper-1, apiKey: env:OPENAI_API_KEY}) "
+                      "and apply it with manage.py apply_projects, or set it in the admin.")
+
+
+def transcription_available(project) -> bool:
+    return project_settings(project).transcription is not None
+
+
+def transcription_check_access(principal: Principal, user_key: str | None) -> str | None:
+    """The user the request names (None: the key alone, as the SDKs send it). A `tokenRequired`
+    project needs the bearer token; a userKey, when sent, must be valid. Raises Problem."""
+    if project_settings(principal.project).token_required and principal.token_user_key is None \
+            and principal.session_user_key is None:
+        raise Problem(401, "UNAUTHORIZED", "This project requires a user token (Authorization: Bearer …).")
+    if user_key is None and principal.token_user_key is None and principal.session_user_key is None:
+        return None
+    return principal.user_key(user_key)
+
+
+def transcription_target(project) -> TranscriptionTarget:
+    """Where the project's transcriptions go. Raises 503 TRANSCRIPTION_UNAVAILABLE when none is
+    configured or its key's `env:` variable is not set."""
+    spec = project_settings(project).transcription
+    if spec is None:
+        raise Problem(503, "TRANSCRIPTION_UNAVAILABLE", UNAVAILABLE_DETAIL)
+    return TranscriptionTarget(model=spec.model, base_url=spec.base_url, api_key=_secret(spec.api_key),
+                               timeout=settings.TRANSCRIPTION_TIMEOUT)
+
+
+def _secret(value: str | None) -> str | None:
+    if value is None:
+        return None
+    match = ENV_REF.match(value)
+    if match is None:
+        return value
+    resolved = os.environ.get(match.group(1))
+    if not resolved:
+        raise Problem(503, "TRANSCRIPTION_UNAVAILABLE", f"The transcription model's key comes from the "
+                      f"environment variable {match.group(1)}, which is not set.")
+    return resolved
+
+
+def audio_check(*, name: str, content_type: str, size: int) -> None:
+    """Refuses an upload that is empty, over MAX_AUDIO_BYTES, or not audio. Raises Problem."""
+    if size == 0:
+        raise validation_error("file is empty.", field="file")
+    if size > settings.MAX_AUDIO_BYTES:
+        raise Problem(413, "PAYLOAD_TOO_LARGE", f"file is larger than {settings.MAX_AUDIO_BYTES} bytes.")
+    kind = content_type.split(";", 1)[0].strip().lower()
+    if not (kind.startswith(AUDIO_TYPES) or PurePosixPath(name.lower()).suffix in AUDIO_EXTENSIONS):
+        raise validation_error(f"file is {kind or 'of no type'}, not audio: send mp3, wav, mp4, mpeg, mpga, "
+                               "m4a or webm.", field="file")

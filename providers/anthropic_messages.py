@@ -1,0 +1,156 @@
+"""The interface's OpenAI-form request → the keyword arguments of Anthropic's `messages.create`.
+
+Pure (no I/O), so every rule is easy to test alone:
+- the leading system messages become `system`; a system message later in the conversation (context
+  the application attached) becomes a user text block where it stood, as Messages has no such role;
+- a tool message becomes a `tool_result` block of a user turn; consecutive turns of one role merge
+  (the Messages API wants user and assistant to alternate);
+- image parts become `image` blocks (base64 from a data URL, else a URL source), file parts
+  `document` blocks; an assistant's tool calls `tool_use` blocks with their parsed input;
+- tools map to `input_schema`, tool_choice to auto/any/none/tool; `max_tokens` is required by the
+  API, so a request without one asks for DEFAULT_MAX_TOKENS.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from providers.base import ModelRequest, ModelTool
+
+DEFAULT_MAX_TOKENS = 4096
+# Parameters the SDK's `create` names go as arguments; the others (temperature, top_p, top_k: recent
+# SDK releases dropped them from the signature while the API still takes them) go in `extra_body`.
+_NAMED = ("stop_sequences", "thinking", "metadata", "service_tier", "output_config")
+
+
+def messages_params(request: ModelRequest, *, default_model: str) -> dict[str, Any]:
+    system, messages = _conversation(request.messages)
+    params: dict[str, Any] = {"model": request.model or default_model, "messages": messages,
+                              "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS}
+    if system:
+        params["system"] = system
+    extra = dict(request.parameters)
+    if request.temperature is not None:
+        extra["temperature"] = request.temperature
+    for name in _NAMED:
+        if name in extra:
+            params[name] = extra.pop(name)
+    if extra:
+        params["extra_body"] = extra  # parameters the SDK does not name yet go through as given
+    if request.tools:
+        params["tools"] = [anthropic_tool(tool) for tool in request.tools]
+        if request.tool_choice is not None:
+            params["tool_choice"] = anthropic_tool_choice(request.tool_choice)
+    return params
+
+
+def anthropic_tool(tool: ModelTool) -> dict[str, Any]:
+    schema = tool.parameters if tool.parameters.get("type") == "object" else {"type": "object", "properties": {}}
+    return {"name": tool.name, "description": tool.description, "input_schema": schema}
+
+
+def anthropic_tool_choice(choice: str | dict[str, Any]) -> dict[str, Any]:
+    if choice == "auto":
+        return {"type": "auto"}
+    if choice == "required":
+        return {"type": "any"}
+    if choice == "none":
+        return {"type": "none"}
+    if isinstance(choice, dict):
+        name = choice.get("name") or (choice.get("function") or {}).get("name")
+        if isinstance(name, str):
+            return {"type": "tool", "name": name}
+    raise ValueError(f"unsupported tool_choice: {choice!r}")
+
+
+def _conversation(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    system: list[str] = []
+    turns: list[dict[str, Any]] = []
+    for message in messages:
+        role = message.get("role")
+        if role == "system" and not turns:
+            system.append(_plain(message.get("content")))
+            continue
+        if role == "assistant":
+            blocks = _assistant_blocks(message)
+            role_out = "assistant"
+        elif role == "tool":
+            blocks = [{"type": "tool_result", "tool_use_id": message.get("tool_call_id") or "",
+                       "content": _blocks(message.get("content")) or [{"type": "text", "text": "(empty)"}]}]
+            role_out = "user"
+        else:
+            blocks = _blocks(message.get("content"))
+            role_out = "user"
+        if not blocks:
+            continue
+        if turns and turns[-1]["role"] == role_out:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role_out, "content": blocks})
+    if turns and turns[0]["role"] != "user":
+        # Messages must open with a user turn; a history trimmed to an assistant turn gets one.
+        turns.insert(0, {"role": "user", "content": [{"type": "text", "text": "(conversation continues)"}]})
+    return "\n\n".join(s for s in system if s), turns
+
+
+def _assistant_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+    blocks = _blocks(message.get("content"))
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") or {}
+        try:
+            arguments = json.loads(function.get("arguments") or "{}")
+        except json.JSONDecodeError:
+            arguments = {}
+        blocks.append({"type": "tool_use", "id": call.get("id") or "", "name": function.get("name") or "",
+                       "input": arguments if isinstance(arguments, dict) else {}})
+    return blocks
+
+
+def _plain(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(part.get("text", "") for part in content or () if isinstance(part, dict))
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    blocks: list[dict[str, Any]] = []
+    for part in content:
+        block = _part(part) if isinstance(part, dict) else None
+        if block is not None:
+            blocks.append(block)
+    return blocks
+
+
+def _part(part: dict[str, Any]) -> dict[str, Any] | None:
+    kind = part.get("type")
+    if kind == "text":
+        return {"type": "text", "text": part["text"]} if part.get("text") else None
+    if kind == "image_url":
+        url = (part.get("image_url") or {}).get("url") or ""
+        return {"type": "image", "source": _source(url)}
+    if kind == "file":
+        data = (part.get("file") or {}).get("file_data") or ""
+        source = _source(data)
+        if source.get("media_type", "").startswith("text/"):
+            return {"type": "document", "source": {"type": "text", "media_type": "text/plain",
+                                                   "data": _decoded(source["data"])}}
+        return {"type": "document", "source": source}
+    return None
+
+
+def _source(url: str) -> dict[str, Any]:
+    """A data URL as a base64 source, anything else as a URL source."""
+    if url.startswith("data:") and ";base64," in url:
+        head, _, data = url.partition(";base64,")
+        return {"type": "base64", "media_type": head[len("data:"):], "data": data}
+    return {"type": "url", "url": url}
+
+
+def _decoded(data: str) -> str:
+    import base64
+
+    return base64.b64decode(data).decode("utf-8", errors="replace")

@@ -1,0 +1,223 @@
+"""The `anthropic` provider: Anthropic's native Messages API, through the official `anthropic` client.
+
+The request is translated from the interface's OpenAI chat form (providers/base.py) to Messages
+form by `messages_params`; the streamed answer (message_start, content_block_start/delta/stop,
+message_delta, message_stop, error) is folded into the interface's deltas by `_EventFold`: text,
+tool use with its input JSON as it streams, thinking, usage. As in providers/openai_provider.py
+the client sends the request and maps HTTP errors, and the body is read raw (one SSE decoder, orjson).
+This module does not import Django.
+"""
+from __future__ import annotations
+
+import asyncio
+import weakref
+from typing import Any, AsyncIterator
+
+import anthropic
+import orjson
+
+from clientsdk.retry_after import retry_after_seconds
+from providers.anthropic_messages import messages_params
+from providers.base import (Completion, Delta, ModelError, ModelRequest, ReasoningDelta, StepEnd, TextDelta,
+                            ToolCallDelta)
+from providers.openai_provider import (_TIMEOUTS, _TRANSPORT_ERRORS, MSG_BAD_CREDENTIALS, MSG_CONNECTION_LOST,
+                                       MSG_INCOMPLETE, MSG_RATE_LIMITED, MSG_REJECTED, MSG_SERVER_ERROR,
+                                       MSG_STREAM_ERROR, MSG_TIMEOUT, MSG_UNREACHABLE, MSG_UNREADABLE,
+                                       sse_payloads)
+
+_STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop", "max_tokens": "length",
+                 "tool_use": "tool_calls", "refusal": "content_filter"}
+
+
+class AnthropicProvider:
+    name = "anthropic"
+
+    def __init__(self, *, api_key: str, base_url: str | None, default_model: str, timeout: float = 60.0):
+        self._api_key = api_key
+        self._base_url = base_url
+        self.default_model = default_model
+        self.timeout = timeout
+        # One client per event loop, as in OpenAIProvider: pooled connections belong to their loop.
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anthropic.AsyncAnthropic] = (
+            weakref.WeakKeyDictionary())
+
+    def __repr__(self) -> str:
+        return f"AnthropicProvider(base_url={self._base_url!r}, default_model={self.default_model!r})"
+
+    def _client(self) -> anthropic.AsyncAnthropic:
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            # The caller decides on retries and fallbacks (it knows whether output was shown).
+            client = anthropic.AsyncAnthropic(api_key=self._api_key, base_url=self._base_url,
+                                              timeout=self.timeout, max_retries=0)
+            self._clients[loop] = client
+        return client
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[Delta]:
+        """Yield the deltas of one model step, ending with StepEnd; raise ModelError on failure.
+        Closing this generator closes the HTTP response at once."""
+        params = messages_params(request, default_model=self.default_model)
+        opening = self._client().messages.with_streaming_response.create(**params, stream=True)
+        try:
+            response = await opening.__aenter__()
+        except anthropic.APIError as exc:
+            raise model_error(exc, started=False) from exc
+        try:
+            fold = _EventFold()
+            async for event in _events(response.http_response.aiter_bytes()):
+                for delta in fold.feed(event):
+                    yield delta
+            yield fold.end()
+        finally:
+            await opening.__aexit__(None, None, None)
+
+    async def complete(self, request: ModelRequest) -> Completion:
+        """One non-streamed answer (no tools); the same error mapping as `stream`."""
+        params = messages_params(ModelRequest(messages=request.messages, model=request.model,
+                                              max_tokens=request.max_tokens, temperature=request.temperature,
+                                              parameters=request.parameters),
+                                 default_model=self.default_model)
+        try:
+            message = await self._client().messages.create(**params)
+        except anthropic.APIError as exc:
+            raise model_error(exc, started=False) from exc
+        except ValueError as exc:
+            raise ModelError("LLM_SERVER_ERROR", MSG_UNREADABLE, retryable=True) from exc
+        text = "".join(getattr(block, "text", "") for block in message.content or ()
+                       if getattr(block, "type", None) == "text")
+        usage = _usage(message.usage.input_tokens, message.usage.output_tokens) if message.usage else None
+        return Completion(text=text, finish_reason=_STOP_REASONS.get(message.stop_reason or "", "stop"),
+                          usage=usage)
+
+
+def _usage(input_tokens: int | None, output_tokens: int | None) -> dict[str, int]:
+    prompt, completion = input_tokens or 0, output_tokens or 0
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+async def _events(body: AsyncIterator[bytes]) -> AsyncIterator[dict[str, Any]]:
+    """The stream's event objects until message_stop or the end of the body; ModelError for a
+    broken connection, a timeout, an `error` event or data that is not JSON."""
+    try:
+        async for payload in sse_payloads(body):
+            try:
+                event = orjson.loads(payload)
+            except orjson.JSONDecodeError as exc:
+                raise ModelError("LLM_SERVER_ERROR", MSG_UNREADABLE, retryable=True) from exc
+            if not isinstance(event, dict):
+                raise ModelError("LLM_SERVER_ERROR", MSG_UNREADABLE, retryable=True)
+            if event.get("type") == "error":
+                error = event.get("error") or {}
+                if isinstance(error, dict) and error.get("type") == "rate_limit_error":
+                    raise ModelError("LLM_RATE_LIMITED", MSG_RATE_LIMITED, retryable=True)
+                raise ModelError("LLM_SERVER_ERROR", MSG_STREAM_ERROR, retryable=True)
+            yield event
+            if event.get("type") == "message_stop":
+                return
+    except _TIMEOUTS as exc:
+        raise ModelError("LLM_SERVER_ERROR", MSG_TIMEOUT, retryable=True) from exc
+    except _TRANSPORT_ERRORS as exc:
+        raise ModelError("LLM_SERVER_ERROR", MSG_CONNECTION_LOST, retryable=True) from exc
+
+
+class _EventFold:
+    """Turns Messages stream events (decoded JSON) into deltas, remembering what the step's end needs.
+
+    Content blocks are numbered by the stream; tool-use blocks become tool calls numbered from 0 in
+    their order, thinking blocks reasoning blocks numbered the same way. Redacted thinking carries no
+    text and is skipped."""
+
+    def __init__(self) -> None:
+        self.stop_reason: str | None = None
+        self.stopped = False
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self._kinds: dict[int, tuple[str, int]] = {}  # stream block index -> (kind, tool call/reasoning no.)
+        self._calls = 0
+        self._thoughts = 0
+
+    def feed(self, event: dict[str, Any]) -> list[Delta]:
+        kind = event.get("type")
+        if kind == "message_start":
+            usage = (event.get("message") or {}).get("usage") or {}
+            self.input_tokens = _int(usage.get("input_tokens")) + _int(usage.get("cache_read_input_tokens")) + _int(
+                usage.get("cache_creation_input_tokens"))
+            self.output_tokens = _int(usage.get("output_tokens"))
+        elif kind == "content_block_start":
+            return self._start(_int(event.get("index")), event.get("content_block") or {})
+        elif kind == "content_block_delta":
+            return self._delta(_int(event.get("index")), event.get("delta") or {})
+        elif kind == "message_delta":
+            self.stop_reason = (event.get("delta") or {}).get("stop_reason") or self.stop_reason
+            usage = event.get("usage") or {}
+            if usage.get("output_tokens") is not None:
+                self.output_tokens = _int(usage.get("output_tokens"))
+        elif kind == "message_stop":
+            self.stopped = True
+        return []
+
+    def _start(self, index: int, block: dict[str, Any]) -> list[Delta]:
+        block_type = block.get("type")
+        if block_type == "tool_use":
+            number = self._calls
+            self._calls += 1
+            self._kinds[index] = ("tool_use", number)
+            # The block's `input` is {} here; the arguments stream as input_json_delta.
+            return [ToolCallDelta(index=number, id=block.get("id"), name=block.get("name"), arguments="")]
+        if block_type == "thinking":
+            number = self._thoughts
+            self._thoughts += 1
+            self._kinds[index] = ("thinking", number)
+            text = block.get("thinking") or ""
+            return [ReasoningDelta(text, block=number)] if text else []
+        if block_type == "text":
+            self._kinds[index] = ("text", 0)
+            text = block.get("text") or ""
+            return [TextDelta(text)] if text else []
+        return []
+
+    def _delta(self, index: int, delta: dict[str, Any]) -> list[Delta]:
+        kind, number = self._kinds.get(index, ("", 0))
+        delta_type = delta.get("type")
+        if delta_type == "text_delta" and delta.get("text"):
+            return [TextDelta(delta["text"])]
+        if delta_type == "input_json_delta" and kind == "tool_use" and delta.get("partial_json"):
+            return [ToolCallDelta(index=number, id=None, name=None, arguments=delta["partial_json"])]
+        if delta_type == "thinking_delta" and delta.get("thinking"):
+            return [ReasoningDelta(delta["thinking"], block=number)]
+        return []  # signature_delta, citations and kinds not known yet
+
+    def end(self) -> StepEnd:
+        if not self.stopped or self.stop_reason is None:
+            raise ModelError("LLM_SERVER_ERROR", MSG_INCOMPLETE, retryable=True)
+        usage = _usage(self.input_tokens, self.output_tokens)
+        return StepEnd(finish_reason=_STOP_REASONS.get(self.stop_reason, "stop"), usage=usage)
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def model_error(exc: anthropic.APIError, *, started: bool) -> ModelError:
+    """The safe ModelError for an anthropic client error (the same codes and sentences as openai's)."""
+    if isinstance(exc, anthropic.APIStatusError):
+        status = exc.status_code
+        if status == 429:
+            return ModelError("LLM_RATE_LIMITED", MSG_RATE_LIMITED, retryable=True, status=status,
+                              retry_after=retry_after_seconds(exc.response.headers))
+        if 400 <= status < 500:
+            message = MSG_BAD_CREDENTIALS if status in (401, 403) else MSG_REJECTED
+            return ModelError("LLM_CLIENT_ERROR", message, retryable=False, status=status)
+        # 529 (overloaded) included: retryable, and a reason to fall back.
+        return ModelError("LLM_SERVER_ERROR", MSG_SERVER_ERROR, retryable=True, status=status,
+                          retry_after=retry_after_seconds(exc.response.headers))
+    if isinstance(exc, anthropic.APITimeoutError):
+        message = MSG_TIMEOUT
+    elif isinstance(exc, anthropic.APIConnectionError):
+        message = MSG_CONNECTION_LOST if started else MSG_UNREACHABLE
+    elif isinstance(exc, anthropic.APIResponseValidationError):
+        message = MSG_UNREADABLE
+    else:
+        message = MSG_STREAM_ERROR
+    return ModelError("LLM_SERVER_ERROR", message, retryable=True)

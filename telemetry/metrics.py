@@ -1,0 +1,130 @@
+"""The Prometheus series of spec section 19, in prometheus-client's multiprocess mode.
+
+With `PROMETHEUS_MULTIPROC_DIR` set (bin/serve sets it when WORKERS > 1), every process writes its
+samples to memory-mapped files there and a scrape, served by any one process, sums the files of all
+processes, including those of a worker that died and was replaced: its counts are not lost. Gauges
+of processes that are gone are dropped (`livesum`, and `forget_dead_processes` at start-up).
+
+Labels are bounded: a project's name, a model name (at most MAX_MODEL_LABELS distinct per
+process, then "other": a client chooses the model string), an outcome, a tool kind, a route
+template. Never a user, a thread, a raw path or text.
+"""
+from __future__ import annotations
+
+import glob
+import logging
+import os
+import re
+
+from django.conf import settings
+from prometheus_client import (CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest,
+                               multiprocess)
+
+log = logging.getLogger(__name__)
+
+MAX_MODEL_LABELS = 50
+_LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120, 300)
+
+RUNS = Counter("tambo_runs", "Runs ended, by how they ended.", ["project", "model", "outcome"])
+RUN_DURATION = Histogram("tambo_run_duration_seconds", "From the run's start to its end.", ["project", "model"],
+                         buckets=_LATENCY_BUCKETS)
+TIME_TO_FIRST_TOKEN = Histogram("tambo_time_to_first_token_seconds",
+                                "From the run's start to the model's first text or tool-call delta.",
+                                ["project", "model"], buckets=_LATENCY_BUCKETS)
+TOKENS = Counter("tambo_tokens", "Tokens the providers reported.", ["project", "model", "type"])
+TOOL_CALLS = Counter("tambo_tool_calls", "Tool calls the model made.", ["project", "kind", "outcome"])
+OPEN_STREAMS = Gauge("tambo_open_streams", "Runs streaming now.", multiprocess_mode="livesum")
+HTTP_REQUESTS = Counter("tambo_http_requests", "Requests answered, by route template and status.",
+                        ["route", "status"])
+RATE_LIMITED = Counter("tambo_rate_limited", "Requests refused by a rate or budget limit.", ["project", "limit"])
+DB_POOL_WAITING = Gauge("tambo_db_pool_waiting", "Requests waiting for a pooled connection.",
+                        multiprocess_mode="livesum")
+DB_POOL_IN_USE = Gauge("tambo_db_pool_in_use", "Pooled connections handed out.", multiprocess_mode="livesum")
+MODEL_FALLBACKS = Counter("tambo_model_fallbacks", "Model calls that fell back to another model.",
+                          ["project", "from", "to"])
+
+_models_seen: set[str] = set()
+_SAFE = re.compile(r"[^\w.:/@-]")
+
+
+def model_label(model: str | None) -> str:
+    """A model name as a label: the first MAX_MODEL_LABELS names seen by this process, then "other"."""
+    name = _SAFE.sub("_", (model or "default")[:100])
+    if name in _models_seen:
+        return name
+    if len(_models_seen) >= MAX_MODEL_LABELS:
+        return "other"
+    _models_seen.add(name)
+    return name
+
+
+def multiprocess_dir() -> str:
+    return os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")
+
+
+def exposition() -> tuple[bytes, str]:
+    """The text format of every series, summed over the processes when in multiprocess mode."""
+    sample_db_pool()
+    if multiprocess_dir():
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+        return generate_latest(registry), CONTENT_TYPE_LATEST
+    from prometheus_client import REGISTRY
+
+    return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+
+
+def sample_db_pool() -> None:
+    """Copies this process's psycopg pool counters into the pool gauges (in memory, no statement)."""
+    from django.db import connections
+
+    connection = connections["default"]
+    # The pool as it is, if this process made one: reading `connection.pool` would open one.
+    pool = getattr(connection, "_connection_pools", {}).get(connection.alias)
+    if pool is None:
+        return
+    stats = pool.get_stats()
+    DB_POOL_WAITING.set(stats.get("requests_waiting", 0))
+    DB_POOL_IN_USE.set(stats.get("pool_size", 0) - stats.get("pool_available", 0))
+
+
+def forget_dead_processes() -> None:
+    """Drops the live gauges of processes that no longer run (a replaced worker's open streams)."""
+    directory = multiprocess_dir()
+    if not directory:
+        return
+    for path in glob.glob(os.path.join(directory, "gauge_live*_*.db")):
+        pid = int(path.rsplit("_", 1)[1].split(".")[0])
+        if pid != os.getpid() and not _alive(pid):
+            multiprocess.mark_process_dead(pid, directory)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def serve_metrics_port() -> None:
+    """Serves /metrics on METRICS_PORT, from whichever process binds it first (any one can: the
+    series are summed from the shared directory). The others find the port taken and go on."""
+    port = settings.METRICS_PORT
+    if not port:
+        return
+    from prometheus_client import start_http_server
+
+    registry = None
+    if multiprocess_dir():
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+    try:
+        if registry is not None:
+            start_http_server(port, addr=settings.METRICS_HOST, registry=registry)
+        else:
+            start_http_server(port, addr=settings.METRICS_HOST)
+    except OSError:
+        log.debug("METRICS_PORT %s is served by another process", port)

@@ -1,0 +1,91 @@
+"""Token budgets (spec section 18): the fake vendor reports each call's usage; two server processes on
+one database count it together, and a run that crosses its budget makes no further model call."""
+from __future__ import annotations
+
+from typing import Iterator
+
+import pytest
+import requests
+
+from projects.config import Limits, ProjectSettings, project_settings_save
+from projects.limit_models import LimitCounter
+from tests.support.fake_openai import Text, ToolCall, ToolCalls
+from tests.support.fixtures_openai import Vendor, fake, vendor  # noqa: F401 - fixtures
+from tests.support.live import LiveServer, openai_live_server
+from tests.support.problems import assert_problem
+from tests.support.sse import read_events, types
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def usage(total: int) -> dict[str, int]:
+    return {"prompt_tokens": total - 10, "completion_tokens": 10, "total_tokens": total}
+
+
+@pytest.fixture(scope="module")
+def servers(vendor, django_db_setup, django_db_blocker) -> Iterator[list[str]]:
+    with openai_live_server("budget-a", vendor.base_url, "sk-test", OPENAI_MODEL="fake") as first, \
+            openai_live_server("budget-b", vendor.base_url, "sk-test", OPENAI_MODEL="fake") as second:
+        yield [first.url, second.url]
+
+
+def budget(project, **values: int) -> None:
+    project_settings_save(project, ProjectSettings(limits=Limits(**values)))
+
+
+def run(base_url: str, api_key: str, user: str = "alice", text: str = "hi") -> requests.Response:
+    response = requests.post(base_url + "/v1/threads/runs", stream=True, timeout=60, headers={"x-api-key": api_key},
+                             json={"userKey": user, "message": {"role": "user",
+                                                                "content": [{"type": "text", "text": text}]}})
+    response.events = read_events(response) if response.status_code == 200 else []
+    return response
+
+
+def test_the_user_budget_counts_the_vendors_usage_across_two_processes(servers, api_key, project, fake: Vendor):
+    budget(project, tokens_per_day_per_user=150)
+    fake.script(Text("one", usage=usage(100)), Text("two", usage=usage(100)), Text("bob's", usage=usage(40)))
+
+    first = run(servers[0], api_key)
+    second = run(servers[1], api_key)  # 100 spent of 150: let in, and it spends 100 more
+    third = run(servers[0], api_key)
+    other = run(servers[1], api_key, user="bob")
+
+    assert [types(r.events)[-1] for r in (first, second, other)] == ["RUN_FINISHED"] * 3
+    assert_problem(third, 429, "BUDGET_EXCEEDED")
+    assert 1 <= int(third.headers["Retry-After"]) <= 86400
+    assert len(fake.requests) == 3
+    counted = dict(LimitCounter.objects.filter(kind="tokens").values_list("user_key", "count"))
+    assert counted == {"alice": 200, "bob": 40}
+
+
+@pytest.mark.both_dbs
+def test_the_project_budget_counts_every_user(servers, api_key, project, fake: Vendor):
+    budget(project, tokens_per_day=100)
+    fake.script(Text("one", usage=usage(100)))
+
+    assert types(run(servers[0], api_key, user="u1").events)[-1] == "RUN_FINISHED"
+    assert_problem(run(servers[1], api_key, user="u2"), 429, "BUDGET_EXCEEDED")
+
+
+def test_a_run_crossing_its_budget_makes_no_further_model_call(servers, api_key, project, fake: Vendor):
+    from tools.models import ProjectTool
+
+    ProjectTool.objects.create(project=project, name="calculate")
+    budget(project, tokens_per_day_per_user=100)
+    # A server tool: without the budget the run would call the model again with the tool's result.
+    fake.script(ToolCalls([ToolCall("calculate", '{"expression": "1 + 1"}')], usage=usage(160)))
+
+    crossed = run(servers[0], api_key)
+
+    assert types(crossed.events)[-1] == "RUN_ERROR"
+    assert crossed.events[-1]["code"] == "BUDGET_EXCEEDED"
+    assert len(fake.requests) == 1
+    assert LimitCounter.objects.get(kind="tokens", user_key="alice").count == 160
+    assert_problem(run(servers[1], api_key), 429, "BUDGET_EXCEEDED")
+
+
+def test_without_limits_no_counter_is_written(servers, api_key, project, fake: Vendor):
+    fake.script(Text("free", usage=usage(100)))
+
+    assert types(run(servers[0], api_key).events)[-1] == "RUN_FINISHED"
+    assert LimitCounter.objects.count() == 0

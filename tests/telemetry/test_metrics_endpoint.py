@@ -1,0 +1,83 @@
+"""GET /metrics: protected by METRICS_TOKEN, Prometheus text, bounded labels, no statement."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.test import AsyncClient
+
+from providers import reset_providers
+from tests.support.sse import decode_events
+
+TOKEN = "scrape-secret-1"
+
+
+@pytest.fixture
+def metrics_on(settings):
+    settings.METRICS_TOKEN = TOKEN
+    settings.MODEL_PROVIDER = "offline"
+    settings.OFFLINE_MODEL_DELAY = 0.0
+    reset_providers()
+    yield
+    reset_providers()
+
+
+def _get(path: str, **headers):
+    async def go():
+        return await AsyncClient().get(path, headers=headers)
+
+    return async_to_sync(go)()
+
+
+def _run(api_key: str, text: str) -> list[dict]:
+    async def go():
+        response = await AsyncClient().post("/v1/threads/runs", json.dumps(
+            {"userKey": "u-secret-user", "message": {"role": "user", "content": [{"type": "text", "text": text}]}}),
+            content_type="application/json", headers={"x-api-key": api_key})
+        return b"".join([chunk async for chunk in response.streaming_content])
+
+    return list(decode_events([async_to_sync(go)()]))
+
+
+def _sample(text: str, name: str, **labels: str) -> float:
+    for line in text.splitlines():
+        if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def test_it_is_not_served_without_a_token_configured(transactional_db, settings):
+    settings.METRICS_TOKEN = ""
+    response = _get("/metrics")
+    assert response.status_code == 404
+    assert response["Content-Type"] == "application/problem+json"
+
+
+def test_it_refuses_a_missing_or_wrong_bearer_token(transactional_db, metrics_on):
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}):
+        response = _get("/metrics", **headers)
+        assert response.status_code == 401
+        assert response["Content-Type"] == "application/problem+json"
+        assert response.json()["code"] == "UNAUTHORIZED"
+
+
+def test_a_run_moves_the_run_token_and_request_series(transactional_db, metrics_on, api_key):
+    before = _get("/metrics", Authorization=f"Bearer {TOKEN}").content.decode()
+    events = _run(api_key, "hello metrics")
+    assert events[-1]["type"] == "RUN_FINISHED"
+    after = _get("/metrics", Authorization=f"Bearer {TOKEN}")
+    assert after.status_code == 200 and after["Content-Type"].startswith("text/plain")
+    text = after.content.decode()
+    labels = {"project": "test-project", "model": "offline"}
+    assert _sample(text, "tambo_runs_total", outcome="completed", **labels) == \
+        _sample(before, "tambo_runs_total", outcome="completed", **labels) + 1
+    assert _sample(text, "tambo_run_duration_seconds_count", **labels) == \
+        _sample(before, "tambo_run_duration_seconds_count", **labels) + 1
+    assert _sample(text, "tambo_tokens_total", type="output", **labels) > \
+        _sample(before, "tambo_tokens_total", type="output", **labels)
+    assert _sample(text, "tambo_http_requests_total", route="/v1/threads/runs", status="200") >= 1
+    # Labels are bounded: no user key, thread id, run id or text in any series.
+    thread_id, run_id = events[0]["threadId"], events[0]["runId"]
+    for secret in ("u-secret-user", thread_id, run_id, "hello metrics"):
+        assert secret not in text
