@@ -1,6 +1,6 @@
 """Capacity benchmarks (docs/protocol.md#design-for-scale): `bin/bench pipeline | concurrency N | per-run`.
 
-Not tests: they print numbers for the README's table. Each starts what it needs and stops it:
+Not tests: they print numbers for the table of docs/benchmarks.md. Each starts what it needs and stops it:
 the app under uvicorn (a subprocess), a throwaway PostgreSQL cluster (tests/support/pg_cluster.py,
 default max_connections=100) and/or a SQLite file, and the repository's fake OpenAI server in its
 own process.

@@ -2,7 +2,7 @@
 
 It exists so that the server works with nothing configured and so that every path of the protocol
 (text, client tool, server tool, component, error) can be reached by typing a message. Its rules,
-applied in this order to the last message of the conversation (documented in the README):
+applied in this order to the last message of the conversation (documented in docs/models.md):
 
 a) the conversation ends with tool results → "Tool <name> returned: <result text>" for each ("Here is
    the <Component>." for a shown component);

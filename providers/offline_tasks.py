@@ -1,4 +1,4 @@
-"""The offline model's non-streamed answers (documented in the README with its other rules).
+"""The offline model's non-streamed answers (documented in docs/models.md with its other rules).
 
 It cannot read a prompt, so each task is answered from the facts the caller wrote the prompt from
 (`ModelTask.facts`):

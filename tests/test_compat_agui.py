@@ -20,7 +20,7 @@ from threads.models import Thread
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.node]
 
 AGUI_DIR = Path(__file__).resolve().parent / "compat" / "agui"
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[1] / "docs" / "clients.md"
 
 
 def node_or_fail() -> str:
@@ -82,9 +82,9 @@ def test_a_refused_request_fails_the_clients_run_with_the_problem(live_server_ur
 
 
 def readme_snippet() -> str:
-    """The README's HttpAgent example, exactly as a reader copies it."""
+    """The HttpAgent example of docs/clients.md, exactly as a reader copies it."""
     match = re.search(r"<!-- agui-example -->\s*```js\n(.*?)```", README.read_text(), re.S)
-    assert match, "README.md has no ```js block after <!-- agui-example -->"
+    assert match, "docs/clients.md has no ```js block after <!-- agui-example -->"
     return match.group(1)
 
 

@@ -63,3 +63,62 @@ def test_the_check_finds_a_missing_file(tmp_path):
     assert MENTION.findall('"""See runs/watcher.py and `core/db.py`."""') == ["runs/watcher.py", "core/db.py"]
     assert not _exists("runs/watcher.py", mentioned_in, set())
     assert _exists("core/db.py", mentioned_in, set())
+
+
+# A link to a section: `docs/protocol.md#resumable-runs`, `[text](deployment.md#the-image)`, `(#install)`.
+ANCHORED = re.compile(r"(?<![\w./-])((?:[A-Za-z0-9_][\w./-]*\.md)?)#([a-z0-9][a-z0-9_-]*)")
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def heading_anchors(markdown: str) -> set[str]:
+    """The anchors GitHub gives a Markdown file's headings: lower case, punctuation dropped, spaces as `-`."""
+    anchors = set()
+    for line in markdown.splitlines():
+        if line.startswith("#"):
+            title = line.lstrip("#").strip().lower()
+            anchors.add(re.sub(r"[^\w\- ]", "", title).replace(" ", "-"))
+    return anchors
+
+
+def _target(mention: str, mentioned_in: Path) -> Path | None:
+    if not mention:
+        return mentioned_in if mentioned_in.suffix == ".md" else None
+    for base in (mentioned_in.parent, ROOT):
+        if (base / mention).is_file():
+            return base / mention
+    return None
+
+
+def test_every_section_link_names_a_heading_of_its_file():
+    broken = []
+    for path in _scanned_files():
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for number, line in enumerate(text.splitlines(), 1):
+            mentions = ANCHORED.findall(line) if path.suffix == ".md" else [
+                m for m in ANCHORED.findall(line) if m[0]]  # in code, only `file.md#anchor` is a link
+            for mention, anchor in mentions:
+                target = _target(mention, path)
+                if target is not None and anchor not in heading_anchors(target.read_text()):
+                    broken.append(f"{path.relative_to(ROOT)}:{number}: {mention}#{anchor}")
+    assert not broken, "Links to sections that do not exist:\n" + "\n".join(broken)
+
+
+def test_every_relative_markdown_link_exists():
+    missing = []
+    for path in _scanned_files():
+        if path.suffix != ".md":
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for link in LINK.findall(line):
+                file_part = link.split("#", 1)[0]
+                if file_part and "://" not in link and not link.startswith("mailto:") and not (
+                        path.parent / file_part).exists():
+                    missing.append(f"{path.relative_to(ROOT)}:{number}: {link}")
+    assert not missing, "Links to files that do not exist:\n" + "\n".join(missing)
+
+
+def test_the_section_check_finds_a_missing_heading():
+    assert heading_anchors("# Deployment\n## Scaling: processes, machines, PgBouncer\n## `tambo-server`") == {
+        "deployment", "scaling-processes-machines-pgbouncer", "tambo-server"}
+    assert ANCHORED.findall("see docs/protocol.md#resumable-runs and (#install)") == [
+        ("docs/protocol.md", "resumable-runs"), ("", "install")]

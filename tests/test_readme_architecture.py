@@ -1,4 +1,5 @@
-"""The README's architecture section names every top-level package and import layer as they are."""
+"""The architecture page (docs/architecture.md) names every top-level package and import layer as they are:
+its folder table, from its title to its first section, and the sentence on the import order."""
 from __future__ import annotations
 
 import re
@@ -9,14 +10,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def architecture() -> str:
-    text = (ROOT / "README.md").read_text()
-    return text[text.index("## Architecture\n"):text.index("\n## ", text.index("## Architecture\n") + 1)]
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    return text[text.index("# Architecture\n"):text.index("\n## ")]
 
 
 def test_the_folder_table_lists_exactly_the_top_level_packages():
     listed = set(re.findall(r"^\| `([a-z_]+)/`", architecture(), re.M))
     packages = {p.parent.name for p in ROOT.glob("*/__init__.py")} - {"tests", "bench"}
-    assert listed >= packages, f"packages missing from the README's table: {sorted(packages - listed)}"
+    assert listed >= packages, f"packages missing from the folder table of docs/architecture.md: {sorted(packages - listed)}"
     assert all((ROOT / name).is_dir() for name in listed), listed
 
 
