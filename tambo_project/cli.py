@@ -76,6 +76,8 @@ def serve(argv: list[str]) -> int:
 
     uvicorn.run("tambo_project.asgi:application", host=args.host, port=args.port, workers=args.workers,
                 lifespan="on", access_log=True, proxy_headers=True,
+                # Closes a connection that does not send a request's head in time (docs/operations-faults.md).
+                http="tambo_project.http_guard:GuardedHTTPProtocol",
                 # Behind a reverse proxy on another address, list it (FORWARDED_ALLOW_IPS) so that
                 # the client's address and scheme come from its X-Forwarded-* headers.
                 forwarded_allow_ips=os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1"),
