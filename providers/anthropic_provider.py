@@ -9,8 +9,6 @@ This module does not import Django.
 """
 from __future__ import annotations
 
-import asyncio
-import weakref
 from typing import Any, AsyncIterator
 
 import anthropic
@@ -24,35 +22,18 @@ from providers.openai_provider import (_TIMEOUTS, _TRANSPORT_ERRORS, MSG_BAD_CRE
                                        MSG_INCOMPLETE, MSG_RATE_LIMITED, MSG_REJECTED, MSG_SERVER_ERROR,
                                        MSG_STREAM_ERROR, MSG_TIMEOUT, MSG_UNREACHABLE, MSG_UNREADABLE,
                                        sse_payloads)
+from providers.vendor_client import VendorProvider
 
 _STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop", "max_tokens": "length",
                  "tool_use": "tool_calls", "refusal": "content_filter"}
 
 
-class AnthropicProvider:
+class AnthropicProvider(VendorProvider):
     name = "anthropic"
 
-    def __init__(self, *, api_key: str, base_url: str | None, default_model: str, timeout: float = 60.0):
-        self._api_key = api_key
-        self._base_url = base_url
-        self.default_model = default_model
-        self.timeout = timeout
-        # One client per event loop, as in OpenAIProvider: pooled connections belong to their loop.
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anthropic.AsyncAnthropic] = (
-            weakref.WeakKeyDictionary())
-
-    def __repr__(self) -> str:
-        return f"AnthropicProvider(base_url={self._base_url!r}, default_model={self.default_model!r})"
-
-    def _client(self) -> anthropic.AsyncAnthropic:
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            # The caller decides on retries and fallbacks (it knows whether output was shown).
-            client = anthropic.AsyncAnthropic(api_key=self._api_key, base_url=self._base_url,
-                                              timeout=self.timeout, max_retries=0)
-            self._clients[loop] = client
-        return client
+    def _make_client(self) -> anthropic.AsyncAnthropic:
+        return anthropic.AsyncAnthropic(api_key=self._api_key, base_url=self._base_url, timeout=self.timeout,
+                                        max_retries=0)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[Delta]:
         """Yield the deltas of one model step, ending with StepEnd; raise ModelError on failure.

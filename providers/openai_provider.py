@@ -5,8 +5,6 @@ import Django, so it can be tested against a fake server on its own.
 """
 from __future__ import annotations
 
-import asyncio
-import weakref
 from typing import Any, AsyncIterator
 
 import openai
@@ -15,6 +13,7 @@ import orjson
 from clientsdk.retry_after import retry_after_seconds
 from providers.base import (Completion, Delta, ModelError, ModelRequest, ModelTool, ReasoningDelta, StepEnd,
                             TextDelta, ToolCallDelta)
+from providers.vendor_client import VendorProvider
 
 _TOOL_CHOICE_WORDS = ("auto", "required", "none")
 
@@ -52,38 +51,12 @@ MSG_UNREADABLE = "The model provider sent a response that could not be read."
 MSG_INCOMPLETE = "The model provider ended its answer early."
 
 
-class OpenAIProvider:
+class OpenAIProvider(VendorProvider):
     name = "openai"
 
-    def __init__(self, *, api_key: str, base_url: str | None, default_model: str, timeout: float = 60.0):
-        self._api_key = api_key
-        self._base_url = base_url
-        self.default_model = default_model
-        self.timeout = timeout
-        # One client per event loop: its pooled connections belong to the loop that opened them, and
-        # Django may run async code on more than one loop (async_to_sync starts fresh ones).
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI] = (
-            weakref.WeakKeyDictionary())
-
-    def __repr__(self) -> str:
-        return f"OpenAIProvider(base_url={self._base_url!r}, default_model={self.default_model!r})"
-
-    def _client(self) -> openai.AsyncOpenAI:
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            # Retries are the caller's decision (it knows whether output was already shown), so
-            # the client never retries on its own.
-            client = openai.AsyncOpenAI(api_key=self._api_key, base_url=self._base_url,
-                                        timeout=self.timeout, max_retries=0)
-            self._clients[loop] = client
-        return client
-
-    async def aclose(self) -> None:
-        """Closes the running loop's client and its pooled connections (at the process's shutdown)."""
-        client = self._clients.pop(asyncio.get_running_loop(), None)
-        if client is not None:
-            await client.close()
+    def _make_client(self) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(api_key=self._api_key, base_url=self._base_url, timeout=self.timeout,
+                                  max_retries=0)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[Delta]:
         """Yield the deltas of one model step, ending with StepEnd; raise ModelError on failure.

@@ -1,0 +1,45 @@
+"""What every vendor provider shares: its endpoint, and one SDK client per event loop.
+
+A client's pooled connections belong to the loop that opened them, and Django may run async code on
+more than one loop (async_to_sync starts fresh ones), so each loop gets a client of its own. Retries
+are the caller's decision (it knows whether output was already shown), so a subclass makes its
+client with the SDK's own retries off. This module does not import Django.
+"""
+from __future__ import annotations
+
+import asyncio
+import weakref
+from typing import Any
+
+
+class VendorProvider:
+    """Base of the `openai` and `anthropic` providers; a subclass makes its SDK's client."""
+
+    name = "vendor"
+
+    def __init__(self, *, api_key: str, base_url: str | None, default_model: str, timeout: float = 60.0):
+        self._api_key = api_key
+        self._base_url = base_url
+        self.default_model = default_model
+        self.timeout = timeout
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(base_url={self._base_url!r}, default_model={self.default_model!r})"
+
+    def _make_client(self) -> Any:
+        raise NotImplementedError
+
+    def _client(self) -> Any:
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            client = self._make_client()
+            self._clients[loop] = client
+        return client
+
+    async def aclose(self) -> None:
+        """Closes the running loop's client and its pooled connections (at the process's shutdown)."""
+        client = self._clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.close()
