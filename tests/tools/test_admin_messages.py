@@ -46,8 +46,10 @@ def test_the_message_page_shows_a_tool_result_and_a_component_with_props_and_sta
     assert '"title": "Pick a colour"' in text
     assert '"colour": "teal"' in text
 
-    # The thread page lists the same messages, the component with its current state.
+    # The thread page reads as the conversation: the tool call with its result, the component with
+    # its props and current state.
     text = page_text(admin_client, admin_url(Thread, "change", thread_id))
-    assert '"text": "42"' in text
+    assert "Tool call <b>calculate</b>" in text
+    assert "<pre>42</pre>" in text
     assert '"title": "Pick a colour"' in text
     assert '"colour": "teal"' in text
