@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import requests
 
 from projects.models import ApiKey
 from tests.support import node
@@ -144,10 +145,28 @@ def run_token_scenario(name: str, base_url: str, api_key: str, project) -> dict:
     return run_scenario(name, base_url, api_key, {"TAMBO_USER_TOKEN_SECRET": HS256_SECRET})
 
 
+class TokenUser:
+    """Reads threads as the scenarios' token user: a `userKey` of the same name is another user
+    (docs/abuse-and-limits.md), so the thread is read with a bearer of that user."""
+
+    def __init__(self, base_url: str, api_key: str):
+        from tests.support.user_tokens import access_token, sign_hs256, user_claims
+
+        self.base_url = base_url
+        self.bearer = access_token(base_url, api_key, sign_hs256(**user_claims(USER_KEY)))
+
+    def thread(self, thread_id: str) -> dict:
+        response = requests.get(f"{self.base_url}/v1/threads/{thread_id}", timeout=30,
+                                headers={"Authorization": f"Bearer {self.bearer}"})
+        assert response.status_code == 200, response.text
+        return response.json()
+
+
 def test_the_sdk_exchanges_a_user_token_and_its_bearer_names_the_user(live_server_url, api_key, api, project):
     result = run_token_scenario("token_exchange", live_server_url, api_key, project)
 
-    assert api.thread(result["threadId"])["userKey"] == USER_KEY
+    assert TokenUser(live_server_url, api_key).thread(result["threadId"])["userKey"] == USER_KEY
+    assert api.get(f"/v1/threads/{result['threadId']}").status_code == 404  # not the userKey of that name
     assert ApiKey.objects.get().last_used_at is not None
 
 
@@ -155,7 +174,8 @@ def test_the_official_client_fetches_switches_and_renames_threads_with_a_bearer(
                                                                                  project):
     result = run_token_scenario("token_fetch_thread", live_server_url, api_key, project)
 
-    made, other = (api.thread(thread_id) for thread_id in result["threadIds"])
+    user = TokenUser(live_server_url, api_key)
+    made, other = (user.thread(thread_id) for thread_id in result["threadIds"])
     assert made["name"] == "Renamed with a user token"
     assert made["userKey"] == other["userKey"] == USER_KEY
     assert [m["role"] for m in made["messages"]] == ["user", "assistant"]
@@ -165,4 +185,4 @@ def test_cancel_run_in_the_official_client_cancels_on_the_server_with_a_bearer(l
                                                                                 project):
     result = run_token_scenario("token_cancel_run", live_server_url, api_key, project)
 
-    _assert_cancelled(api, result)
+    _assert_cancelled(TokenUser(live_server_url, api_key), result)

@@ -531,15 +531,16 @@ Object.assign(scenarios, {
     const last = events.at(-1);
     assert.equal(last.type, "RUN_ERROR", JSON.stringify(last));
     assert.equal(last.code, "CANCELLED", JSON.stringify(last));
-    return { threadId, runId, ...(await checkCancelledOnServer(threadId, client.getThread(threadId).messages.at(-1))) };
+    // Read back as the token's user (a userKey names another user: docs/abuse-and-limits.md).
+    const seen = client.getThread(threadId).messages.at(-1);
+    return { threadId, runId, ...(await checkCancelledOnServer(threadId, seen, client.getSdkClient(), {})) };
   },
 });
 
 /** Via the SDK: the thread is idle, lastRunCancelled, and ends with the partial answer the client was shown. */
-async function checkCancelledOnServer(threadId, seen) {
-  const sdk = newSdk();
+async function checkCancelledOnServer(threadId, seen, sdk = newSdk(), query = { userKey: USER_KEY }) {
   const thread = await pollUntil(
-    () => sdk.threads.retrieve(threadId, { userKey: USER_KEY }),
+    () => sdk.threads.retrieve(threadId, query),
     (t) => t.runStatus === "idle" && t.lastRunCancelled === true,
     "the thread to be idle with lastRunCancelled",
   );
