@@ -30,7 +30,8 @@ SCRIPT = textwrap.dedent("""
 
     import clientsdk
     for info in pkgutil.walk_packages(clientsdk.__path__, "clientsdk."):
-        if info.name != "clientsdk.__main__":
+        # setup.py is the distribution's build script (left out of the wheel), not a module of it.
+        if info.name not in ("clientsdk.__main__", "clientsdk.setup"):
             importlib.import_module(info.name)
 
     from clientsdk import Client, ThreadSnapshot, accumulate, parse_event
