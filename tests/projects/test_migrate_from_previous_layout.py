@@ -145,5 +145,5 @@ def test_a_database_of_the_previous_layout_migrates_and_keeps_its_keys_threads_a
     # The content types were relabelled, not made again: the permission granted before still holds.
     assert state["operator_may_change_projects"] is True
     assert state["content_types"] == [["projects", "apikey"], ["projects", "project"]]
-    assert state["tables"] == ["projects_apikey", "projects_project", "projects_project_members",
-                               "tools_projecttool"]
+    assert state["tables"] == ["projects_apikey", "projects_limit_counter", "projects_project",
+                               "projects_project_members", "tools_projecttool"]
