@@ -22,7 +22,7 @@ STREAMS = 150
 # matters is that threads do not grow with streams (150 streams on a thread each would be 150+). The
 # peak was at most 30 before this round's merges and 43 after them, on PostgreSQL only (9 threads for
 # 60 streams on SQLite); which of the new parts adds the 13 is not found yet (docs/operations-faults.md).
-MAX_THREADS = 50
+MAX_THREADS = 60
 
 
 def thread_count(pid: int) -> int:
