@@ -129,7 +129,7 @@ class Message(WireModel):
     metadata: dict[str, Any] | None = None
     parent_message_id: str | None = None
     is_cancelled: bool | None = None
-    # The model's reasoning before the answer, as @tambo-ai/client names it (spec section 16).
+    # The model's reasoning before the answer, as @tambo-ai/client names it (docs/models.md).
     reasoning: list[str] | None = None
     reasoning_duration_ms: int | None = Field(default=None, alias="reasoningDurationMS")
 

@@ -1,4 +1,4 @@
-"""Whether the database is known to be down, so that requests are answered 503 at once (spec section 8).
+"""Whether the database is known to be down, so that requests are answered 503 at once (docs/protocol.md#design-for-scale).
 
 Without this, every request during an outage waited for a connection until DB_POOL_TIMEOUT, on one of
 the DB_THREADS database threads: 20 run requests got their 503 after 5 to 25 s, and a run whose store

@@ -1,4 +1,4 @@
-"""A project's access settings, enforced (spec section 18, docs/abuse-and-limits.md).
+"""A project's access settings, enforced (docs/abuse-and-limits.md).
 
 - `allowedOrigins`: a browser request (it carries `Origin`) from a site not listed is refused 403
   `ORIGIN_NOT_ALLOWED`, so a key copied out of one app's bundle does not work on another site. Servers

@@ -1,4 +1,4 @@
-"""Which models a project's calls go to (spec section 16): its `models` list, else the server's default.
+"""Which models a project's calls go to (docs/models.md): its `models` list, else the server's default.
 
 `project_targets` turns a project's settings into `ModelTarget`s (providers/base.py) whose keys are
 resolved when a call is made (projects/secrets.py); `model_chain_for` orders them for one run or

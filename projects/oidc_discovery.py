@@ -1,4 +1,4 @@
-"""OpenID Connect discovery: a project's user-token JWKS found from its issuer alone (spec section 18).
+"""OpenID Connect discovery: a project's user-token JWKS found from its issuer alone (docs/abuse-and-limits.md).
 
 Clerk, Auth0, Google or Keycloak apps know their issuer, not its JWKS URL: the URL is the `jwks_uri` of
 `<issuer>/.well-known/openid-configuration` (OpenID Connect Discovery 1.0, section 4). The document is

@@ -1,4 +1,4 @@
-"""The project file (spec section 15, docs/projects.md): parse, check and apply it as a whole.
+"""The project file (docs/projects.md): parse, check and apply it as a whole.
 
 `project_file_parse` reads YAML (a JSON file is YAML too) and validates every entry against
 `ProjectFile`, refusing the whole file with the path of each fault (`projects[0].models[1].provider`).

@@ -1,4 +1,4 @@
-"""Voice input (spec section 17, docs/images-and-voice.md): who may transcribe, with which model, what.
+"""Voice input (docs/images-and-voice.md): who may transcribe, with which model, what.
 
 The view (tambo_project/audio_views.py) reads the upload and calls these; the call to the model is
 providers/transcription.py.

@@ -75,7 +75,7 @@ class MissingSecret(Exception):
 
 @dataclass(frozen=True)
 class ModelTarget:
-    """One model of a project's list: the first answers, the others are fallbacks (spec section 16).
+    """One model of a project's list: the first answers, the others are fallbacks (docs/models.md).
 
     `key` resolves the API key when the call is made (an `env:` reference is read then, a stored
     secret decrypted then); it raises MissingSecret for an unset variable.

@@ -1,5 +1,5 @@
 """A run's models as one provider: the first answers, the next are tried when one fails before its
-first delta with a retryable error (connection, timeout, 429, 5xx; spec section 16).
+first delta with a retryable error (connection, timeout, 429, 5xx; docs/models.md).
 
 `ModelChain.stream` is the interface's `stream`: the advance loop and the gateway use it like any
 provider and the client sees one run. After each step `answered` is the target whose stream was

@@ -1,4 +1,4 @@
-"""Provider-safe tool names (spec section 16): clients may name tools anything non-empty
+"""Provider-safe tool names (docs/models.md): clients may name tools anything non-empty
 (`github__search.repos`, slashes, 200 characters), while OpenAI and Anthropic accept only
 `^[a-zA-Z0-9_-]{1,64}$`. A name that already fits is sent as it is; any other is sent as an alias
 (its safe characters, cut short, and a hash of the whole name, so two names never share one), and

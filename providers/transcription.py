@@ -1,4 +1,4 @@
-"""One call to an OpenAI-compatible `/audio/transcriptions` endpoint (spec section 17, docs/images-and-voice.md).
+"""One call to an OpenAI-compatible `/audio/transcriptions` endpoint (docs/images-and-voice.md).
 
 The upload is streamed from the file Django spooled it to (httpx reads it in chunks while it sends),
 so a 25 MB recording is never held in memory and the event loop only waits on the network. Django-free:

@@ -1,4 +1,4 @@
-"""The context budget (spec section 16): what of a thread's history fits a project's `maxInputTokens`.
+"""The context budget (docs/models.md): what of a thread's history fits a project's `maxInputTokens`.
 
 No tokenizer is downloaded at run time (tiktoken fetches its tables): a message's size is estimated
 as its characters over CHARS_PER_TOKEN plus a fixed overhead, and the estimate is calibrated per model

@@ -37,7 +37,7 @@ class Run(models.Model):
     partial_message_id = models.CharField(max_length=40, null=True, blank=True)
     partial_text = models.TextField(null=True, blank=True)
     # `provider:model` of the model that answered (the last step's), and the fallbacks taken on the
-    # way ({"from", "to", "code"}: spec section 16).
+    # way ({"from", "to", "code"}: docs/models.md).
     answered_model = models.CharField(max_length=250, null=True, blank=True)
     model_fallbacks = models.JSONField(default=list, blank=True)
 

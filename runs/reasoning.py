@@ -1,4 +1,4 @@
-"""A model's reasoning as the stream shows it and the message keeps it (spec section 16).
+"""A model's reasoning as the stream shows it and the message keeps it (docs/models.md).
 
 `@tambo-ai/client` 1.1.3 reads exactly THINKING_START, THINKING_TEXT_MESSAGE_START/CONTENT/END and
 THINKING_END into `message.reasoning` (one string per THINKING_TEXT_MESSAGE_START) and

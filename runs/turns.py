@@ -47,7 +47,7 @@ class Turn:
 
 def turn_results_check(thread: Thread, results: dict[str, Any]) -> None:
     """400 INVALID_TOOL_RESULT unless the results (by call id) answer exactly the pending calls
-    (spec section 3, check 4); no results is always fine."""
+    (docs/protocol.md#starting-a-run, check 4); no results is always fine."""
     if not results:
         return
     pending = set(thread.pending_tool_call_ids or [])

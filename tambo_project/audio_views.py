@@ -1,4 +1,4 @@
-"""POST /audio/transcribe: a recording in, its text out (spec section 17, docs/images-and-voice.md).
+"""POST /audio/transcribe: a recording in, its text out (docs/images-and-voice.md).
 
 What `@tambo-ai/typescript-sdk`'s `beta.audio.transcribe` and `@tambo-ai/react`'s `useTamboVoice` send:
 multipart with the recording in `file`, the API key alone. The ASGI edge bounds the body

@@ -1,4 +1,4 @@
-"""The Prometheus series of spec section 19, in prometheus-client's multiprocess mode.
+"""The Prometheus series of docs/operations-telemetry.md, in prometheus-client's multiprocess mode.
 
 With `PROMETHEUS_MULTIPROC_DIR` set (bin/serve sets it when WORKERS > 1), every process writes its
 samples to memory-mapped files there and a scrape, served by any one process, sums the files of all

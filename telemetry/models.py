@@ -1,4 +1,4 @@
-"""The usage record (spec section 18): one row per run and per short model call, what budgets count
+"""The usage record (docs/abuse-and-limits.md): one row per run and per short model call, what budgets count
 and what the admin's usage page draws."""
 from django.db import models
 from django.utils import timezone

@@ -1,4 +1,4 @@
-"""Traces with the OpenTelemetry SDK (spec section 19), exported over OTLP/HTTP, on only when
+"""Traces with the OpenTelemetry SDK (docs/operations-telemetry.md), exported over OTLP/HTTP, on only when
 `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
 
 When it is not set, `ENABLED` stays False, the SDK is never imported, and every hook below returns

@@ -1,4 +1,4 @@
-"""Recording and summing usage (spec section 18): the record of one short call, and the sums that
+"""Recording and summing usage (docs/abuse-and-limits.md): the record of one short call, and the sums that
 budgets and the usage page read. Runs are recorded by telemetry/runs.py with their end."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""POST /audio/transcribe (spec section 17): a recording reaches the project's transcription model
+"""POST /audio/transcribe (docs/images-and-voice.md): a recording reaches the project's transcription model
 (the tests' fake OpenAI-compatible server) byte for byte, and every bad upload is a clear problem."""
 from __future__ import annotations
 

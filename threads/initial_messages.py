@@ -1,4 +1,4 @@
-"""Which `initialMessages` a thread may start with (spec section 18, docs/abuse-and-limits.md).
+"""Which `initialMessages` a thread may start with (docs/abuse-and-limits.md).
 
 As on the reference server: user, assistant and system roles; at most one system message, first, and
 only when the project sets `allowSystemPromptOverride` (it then replaces the project's instructions for

@@ -83,7 +83,7 @@ def log_dead_runs(*, run_ids: list[str]) -> None:
 
 def dead_run_record(thread: Thread) -> None:
     """Records the run of an expired lease that a new run takes over as failed, and stores its
-    checkpointed text as a cancelled assistant message (spec section 14). Registered with the lock
+    checkpointed text as a cancelled assistant message (docs/operations.md). Registered with the lock
     (runs/apps.py); called with the thread's row lock held."""
     now = timezone.now()
     dead = Run.objects.filter(id=thread.current_run_id).exclude(status__in=FINAL_RUN_STATUSES).first()

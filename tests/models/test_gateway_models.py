@@ -1,4 +1,4 @@
-"""The gateway follows the project's models (spec section 16, last point): /api/models lists them and
+"""The gateway follows the project's models (docs/models.md, last point): /api/models lists them and
 the official `openai` package calls them, each project on its own vendor; a server with a real
 default model lists and answers with it instead of the offline model."""
 from __future__ import annotations

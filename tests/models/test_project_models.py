@@ -1,6 +1,6 @@
 """Projects own their models: each project's runs go to its own provider, endpoint and key in one
 server process; fallbacks before the first delta; bounded choices; a missing env: key is a clear
-RUN_ERROR (spec section 16)."""
+RUN_ERROR (docs/models.md)."""
 from __future__ import annotations
 
 import json

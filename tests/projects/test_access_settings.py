@@ -1,4 +1,4 @@
-"""`tokenRequired` and `allowedOrigins` (spec section 18), over HTTP against a real server."""
+"""`tokenRequired` and `allowedOrigins` (docs/abuse-and-limits.md), over HTTP against a real server."""
 from __future__ import annotations
 
 import pydantic

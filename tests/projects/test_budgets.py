@@ -1,4 +1,4 @@
-"""Token budgets (spec section 18): the fake vendor reports each call's usage; two server processes on
+"""Token budgets (docs/abuse-and-limits.md): the fake vendor reports each call's usage; two server processes on
 one database count it together, and a run that crosses its budget makes no further model call."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Run rates and token budgets across server processes (spec section 18, projects/limits.py).
+"""Run rates and token budgets across server processes (docs/abuse-and-limits.md, projects/limits.py).
 
 Two uvicorn processes share one database and nothing else; requests alternate between them. The counts
 are of requests let in and refused, never of time. A minute window must not end in the middle of a test,

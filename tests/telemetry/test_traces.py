@@ -1,5 +1,5 @@
 """Traces: an OTLP/HTTP receiver in the test (decoding with opentelemetry-proto) gets one trace per
-run, continuing the request's `traceparent`, with the spans and GenAI attributes of spec section 19
+run, continuing the request's `traceparent`, with the spans and GenAI attributes of docs/operations-telemetry.md
 and the database statements under them; no message text in any span."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The usage record of a run (spec section 18): one row per run, written with the run's end, with
+"""The usage record of a run (docs/abuse-and-limits.md): one row per run, written with the run's end, with
 its tokens, time to first token, duration and outcome; and the selector that sums them."""
 from __future__ import annotations
 
