@@ -6,11 +6,13 @@ written, whichever comes first. Text deltas of one message appended since the la
 event then (runs/stream/sse.py `merge_encoded`): a slow reader gets fewer, larger events, and every reader
 and the event log see the same events with the same ids.
 
-Memory: a feed keeps its sealed events up to RUN_EVENTS_BUFFER_BYTES, and those not yet written to
-the event log up to RUN_EVENTS_UNLOGGED_BYTES: while the database is away, the oldest unwritten
-events past that are given up (never the newest, so the run's last event still reaches the log),
-counted in `Feed.lost` and logged once per run, so an outage costs the log a gap, not the process
-its memory. Readers take from the feed TAKE_BYTES at a time and hold no other copy.
+Memory: a feed keeps its sealed events up to RUN_EVENTS_BUFFER_BYTES, and, once a write of the event
+log has failed, those not yet written up to RUN_EVENTS_UNLOGGED_BYTES: while the database is away, the
+oldest unwritten events past that are given up (never the newest, so the run's last event still
+reaches the log), counted in `Feed.lost` and logged once per run, so an outage costs the log a gap, not
+the process its memory. A log that is only slower than the run (SQLite at the watcher's pace, a fast
+offline model) loses nothing: the feed keeps what waits for the next write, whatever its size.
+Readers take from the feed TAKE_BYTES at a time and hold no other copy.
 A reader that falls behind what the feed keeps is cut: it gets one last event,
 `CUSTOM tambo.stream.lagged` with `value: {lastEventId}` (the id of the last event it got) and *no*
 `id:` line, and its stream ends; it can rejoin from that id through the events route, which
@@ -81,6 +83,7 @@ class Feed:
         self.logged_seq = after
         self.lost = 0  # events given up before the event log could take them (see the module docstring)
         self._lost_seq = after  # the last of them: memory may drop it like a written one
+        self.log_down = False  # the last write of the event log failed (the bound applies)
         self._wake = asyncio.Event()
 
     # --- writing ---------------------------------------------------------------------------------
@@ -132,7 +135,8 @@ class Feed:
             data = payload.decode()
             self.unlogged.append((self.last_seq, data, final))
             self._unlogged_bytes += len(data)
-            self._bound_unlogged()
+            if self.log_down:
+                self._bound_unlogged()
         elif logged:
             self.logged_seq = self.last_seq
 
@@ -151,8 +155,15 @@ class Feed:
         self.lost += drop
         del self.unlogged[:drop]
 
+    def log_failed(self) -> None:
+        """A write of the event log failed: from now until one succeeds, unwritten events are bounded."""
+        self.log_down = True
+        self._bound_unlogged()
+        self._trim()
+
     def mark_logged(self, upto: int) -> None:
         """The events up to `upto` are in the event log: they may be dropped from memory now."""
+        self.log_down = False
         done = 0
         while done < len(self.unlogged) and self.unlogged[done][0] <= upto:
             self._unlogged_bytes -= len(self.unlogged[done][1])
@@ -322,10 +333,17 @@ class Flusher:
                 batch[run_id] = feed.unlogged[-1][0]
             elif feed.ended:
                 self._forget(run_id)  # all written: readers that hold it read on from memory
-        if rows and connection.vendor == "postgresql":
-            await log_connection.write(rows)
-        elif rows:
-            await db_call(log_write, rows)
+        try:
+            if rows and connection.vendor == "postgresql":
+                await log_connection.write(rows)
+            elif rows:
+                await db_call(log_write, rows)
+        except Exception:
+            for run_id in batch:
+                feed = self.feeds.get(run_id)
+                if feed is not None:
+                    feed.log_failed()
+            raise
         for run_id, upto in batch.items():
             feed = self.feeds.get(run_id)
             if feed is not None:
