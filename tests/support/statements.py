@@ -22,12 +22,14 @@ _CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE SAVEPOINT")
 class StatementLog:
     def __init__(self) -> None:
         self.statements: list[str] = []
+        self.in_transaction: list[bool] = []  # for each statement: sent inside a transaction (atomic block)
         self._lock = threading.Lock()
 
     def __call__(self, execute, sql, params, many, context):
         if not sql.lstrip().upper().startswith(_CONTROL):
             with self._lock:
                 self.statements.append(sql)
+                self.in_transaction.append(context["connection"].in_atomic_block)
         return execute(sql, params, many, context)
 
     def __len__(self) -> int:
@@ -36,6 +38,7 @@ class StatementLog:
     def clear(self) -> None:
         with self._lock:
             self.statements.clear()
+            self.in_transaction.clear()
 
     def __str__(self) -> str:
         return "\n".join(f"{i + 1:>3}. {sql[:160]}" for i, sql in enumerate(self.statements))
