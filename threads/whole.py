@@ -4,6 +4,8 @@ The answer holds every message with its parts as sent, images included, so a thr
 is tens of megabytes. Read whole, the server would hold all of it (rows, wire models and the
 encoded body) at once. Instead the messages are read in batches of at most MESSAGE_PAGE_BYTES of
 content, each batch encoded and written before the next is read: the server holds one batch.
+The status (200) is sent before the batches are read, so a database failure midway ends the body
+unfinished; a client sees invalid JSON, never half a thread as if it were whole.
 """
 from __future__ import annotations
 
