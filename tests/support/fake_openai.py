@@ -54,6 +54,8 @@ class Text:
     # Reasoning streamed before the text: `reasoning_content` deltas here, thinking blocks on the
     # Anthropic fake (tests/support/fake_anthropic.py).
     reasoning: str | Sequence[str] = ()
+    # The data of a redacted thinking block after the reasoning (the Anthropic fake only).
+    redacted: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "chunks", _chunks(self.chunks))
@@ -89,6 +91,7 @@ class ToolCalls:
     finish_reason: str = "tool_calls"
     usage: dict[str, int] | None = None
     reasoning: str | Sequence[str] = ()
+    redacted: str | None = None  # as Text's
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "calls", tuple(self.calls))
