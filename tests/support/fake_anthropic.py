@@ -24,8 +24,8 @@ import hashlib
 import json
 from typing import Any
 
-from tests.support.fake_openai import (Drop, FakeOpenAI, HTTPError, RecordedRequest, Reply, Stall, StreamError,
-                                       Text, ToolCalls, _EndAnswer, _Handler)
+from tests.support.fake_openai import (Drop, FakeOpenAI, HTTPError, Raw, RecordedRequest, Reply, Stall,
+                                       StreamError, Text, ToolCalls, _EndAnswer, _Handler)
 
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
                 404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error", 529: "overloaded_error"}
@@ -145,7 +145,9 @@ class _AnthropicHandler(_Handler):
         if isinstance(reply, (Text, ToolCalls)) and reply.redacted:
             self.server.fake.redacted_given.add(reply.redacted)
         try:
-            if isinstance(reply, HTTPError):
+            if isinstance(reply, Raw):
+                self._send_raw(reply)
+            elif isinstance(reply, HTTPError):
                 retry_after = {} if reply.retry_after is None else {"Retry-After": str(reply.retry_after)}
                 self._send_json(reply.status, anthropic_error(reply.status, reply.message), retry_after)
             elif body.get("stream"):
