@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl
 
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from core.problems import Problem
+from core.problems import Problem, response_for
 from projects import user_tokens
 from projects.access import origin_check
 from projects.auth import api_key_find, api_key_touch
@@ -83,6 +83,14 @@ def token_exchange(*, raw_key: str | None, request: HttpRequest) -> IssuedToken:
                                             api_key_id=key.pk, subject_expires_at=subject.expires_at)
     api_key_touch(key)
     return issued
+
+
+def oauth_error_for(problem: Problem, instance: str) -> HttpResponse:
+    """The token exchange's error shape (core/error_shapes.py, projects/apps.py): a refused request is
+    OAuth's `invalid_request`; RFC 6749 has no error for a server fault, which stays problem+json."""
+    if problem.status >= 500:
+        return response_for(problem, instance)
+    return oauth_answer({"error": "invalid_request", "error_description": problem.detail}, problem.status)
 
 
 def oauth_answer(body: dict, status: int) -> JsonResponse:
