@@ -85,10 +85,15 @@ def token_exchange(*, raw_key: str | None, request: HttpRequest) -> IssuedToken:
     return issued
 
 
+# A request refused before the view runs: a bad body or Host, a body too large or too slow, no CSRF token.
+_INVALID_REQUEST_STATUSES = (400, 403, 408, 413)
+
+
 def oauth_error_for(problem: Problem, instance: str) -> HttpResponse:
     """The token exchange's error shape (core/error_shapes.py, projects/apps.py): a refused request is
-    OAuth's `invalid_request`; RFC 6749 has no error for a server fault, which stays problem+json."""
-    if problem.status >= 500:
+    OAuth's `invalid_request`. RFC 6749 has no error for an unknown path, a wrong method or a server
+    fault, which stay problem+json."""
+    if problem.status not in _INVALID_REQUEST_STATUSES:
         return response_for(problem, instance)
     return oauth_answer({"error": "invalid_request", "error_description": problem.detail}, problem.status)
 

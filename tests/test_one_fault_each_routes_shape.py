@@ -67,7 +67,7 @@ def openai_shape(response, status, code):
 
 
 def oauth_shape(response, status, code):
-    if status >= 500:  # RFC 6749 has no error for a server fault: it stays a problem
+    if status >= 500:  # RFC 6749 has no error for a server fault: it stays a problem (projects/oauth.py)
         return problem_json(response, status, code)
     assert response.headers["content-type"] == "application/json", response.content
     assert response.json()["error"] == "invalid_request" and response.json()["error_description"]

@@ -8,7 +8,7 @@ from rest_framework.views import APIView
 
 from clientsdk import wire
 from core.validation import choice_param, int_param, parse_body
-from threads import selectors, services
+from threads import bodies, selectors, services
 from threads.presenters import message_to_wire, thread_to_wire, thread_with_messages_to_wire
 
 USER_KEY = OpenApiParameter("userKey", str, description="The end user the call acts for; required unless a "
@@ -55,10 +55,10 @@ class ThreadDetailView(APIView):
         thread = _thread(request, thread_id)
         return _json(thread_with_messages_to_wire(thread, selectors.message_list_all(thread=thread)))
 
-    @extend_schema(operation_id="threads_update", summary="Rename a thread or change its metadata", parameters=[USER_KEY], request=wire.UpdateThreadBody,
+    @extend_schema(operation_id="threads_update", summary="Rename a thread or change its metadata", parameters=[USER_KEY], request=bodies.UpdateThreadBody,
                    responses=wire.Thread)
     def patch(self, request: Request, thread_id: str):
-        body = parse_body(wire.UpdateThreadBody, request.data)
+        body = parse_body(bodies.UpdateThreadBody, request.data)
         thread = _thread(request, thread_id)
         thread = services.thread_update(thread=thread, name=body.name, metadata=body.metadata)
         return _json(thread_to_wire(thread))

@@ -20,6 +20,7 @@ from projects import limits
 from projects.auth import Principal
 from projects.models import Project
 from projects.models_config import model_chain_for
+from runs import bodies
 from runs.agui import protocol as agui
 from runs.lock import lock_take
 from runs.models import Run
@@ -132,7 +133,7 @@ def _run_body(run_input: RunAgentInput, turn: Turn, tools: list[wire.ClientTool]
     blocks = [b for m in turn.messages if m.role == "user" for b in m.content]
     blocks += [m.content[0] for m in turn.results.values()]
     try:
-        return wire.CreateRunBody.model_validate({
+        return bodies.CreateRunBody.model_validate({
             "message": {"role": "user", "content": blocks}, "tools": [t.wire() for t in tools],
         })
     except ValidationError as exc:  # what /v1 would refuse in its own body, e.g. an over-long id
