@@ -23,7 +23,7 @@ def _json(model: wire.WireModel, status: int = 200) -> JsonResponse:
 
 def _thread(request: Request, thread_id: str):
     principal = request.user
-    user_key = principal.user_key(request.query_params.get("userKey"))
+    user_key = principal.user_key_checked(request.query_params.get("userKey"))
     return selectors.thread_get(project=principal.project, user_key=user_key, thread_id=thread_id)
 
 
@@ -31,7 +31,7 @@ class ThreadListView(APIView):
     @extend_schema(operation_id="threads_list", summary="List the user's threads, newest first", parameters=[USER_KEY, LIMIT, CURSOR], responses=wire.ThreadPage)
     def get(self, request: Request):
         principal = request.user
-        user_key = principal.user_key(request.query_params.get("userKey"))
+        user_key = principal.user_key_checked(request.query_params.get("userKey"))
         limit = int_param(request.query_params.get("limit"), name="limit", default=20, low=1, high=100)
         rows, next_cursor, has_more = selectors.thread_list(
             project=principal.project, user_key=user_key, limit=limit, cursor=request.query_params.get("cursor")
@@ -43,7 +43,7 @@ class ThreadListView(APIView):
     def post(self, request: Request):
         principal = request.user
         body = parse_body(wire.CreateThreadBody, request.data)
-        user_key = principal.user_key(body.user_key)
+        user_key = principal.user_key_checked(body.user_key)
         thread = services.thread_create(project=principal.project, user_key=user_key, metadata=body.metadata,
                                         initial_messages=body.initial_messages or ())
         return _json(thread_to_wire(thread), status=201)
@@ -100,7 +100,7 @@ class ComponentStateView(APIView):
     def post(self, request: Request, thread_id: str, component_id: str):
         body = parse_body(wire.ComponentStateBody, request.data)
         principal = request.user
-        user_key = principal.user_key(body.user_key)
+        user_key = principal.user_key_checked(body.user_key)
         thread = selectors.thread_get(project=principal.project, user_key=user_key, thread_id=thread_id)
         state = services.component_state_set(thread=thread, component_id=component_id, state=body.state,
                                              patch=body.patch)

@@ -79,7 +79,7 @@ def agui_run_start(*, principal: Principal, run_input: RunAgentInput) -> Started
 
 def _user_key(principal: Principal, run_input: RunAgentInput) -> str:
     try:
-        return principal.user_key(agui.forwarded_user_key(run_input))
+        return principal.user_key_checked(agui.forwarded_user_key(run_input))
     except Problem as problem:
         if problem.code == "VALIDATION_ERROR" and problem.extra.get("field") == "userKey":
             raise validation_error(problem.detail.replace("userKey", "forwardedProps.userKey"),
