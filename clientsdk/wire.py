@@ -173,7 +173,8 @@ class InResourceBlock(RequestModel):
 
 class InToolResultBlock(RequestModel):
     type: Literal["tool_result"]
-    tool_use_id: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    # The server adds the length of the column that stores it (runs/bodies.py).
+    tool_use_id: Annotated[str, StringConstraints(min_length=1)]
     content: list[Annotated[Union[InTextBlock, InResourceBlock], Field(discriminator="type")]] = []
     is_error: bool | None = None
 
@@ -195,7 +196,7 @@ class CreateThreadBody(RequestModel):
 
 
 class UpdateThreadBody(RequestModel):
-    name: Annotated[str, StringConstraints(max_length=500)] | None = None
+    name: str | None = None  # the server adds its column's length (threads/bodies.py)
     metadata: dict[str, Any] | None = None
 
 
@@ -234,10 +235,10 @@ class CreateRunBody(RequestModel):
     available_components: list[AvailableComponent] | None = None
     tools: list[ClientTool] | None = None
     tool_choice: Literal["auto", "required", "none"] | NamedToolChoice | None = None
-    # String limits equal the columns that store them (Run.previous_run, Run.model).
-    previous_run_id: Annotated[str, StringConstraints(max_length=40)] | None = None
-    model: Annotated[str, StringConstraints(max_length=200)] | None = None
-    max_tokens: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+    # The server adds its own limits (its columns' lengths, the most tokens: runs/bodies.py).
+    previous_run_id: str | None = None
+    model: str | None = None
+    max_tokens: Annotated[int, Field(ge=1)] | None = None
     temperature: Annotated[float, Field(ge=0, le=2)] | None = None
     run_metadata: dict[str, Any] | None = None
     # "continue": the run goes on to its end when the client goes away; its events can be read

@@ -8,6 +8,7 @@ import json
 
 from django.http import HttpResponse
 
+from core.problems import Problem
 from providers.base import ModelError
 
 INVALID_REQUEST = "invalid_request_error"
@@ -27,6 +28,20 @@ def openai_error_response(status: int, message: str, type_: str, code: str | Non
     if retry_after is not None:
         response["Retry-After"] = str(retry_after)
     return response
+
+
+# The project's problem codes whose OpenAI `code` is not the lower-cased code.
+_CODES = {"VALIDATION_ERROR": "invalid_value"}
+
+
+def openai_error_for(problem: Problem, instance: str = "") -> HttpResponse:
+    """`problem` in OpenAI's shape: the gateway's error shape (core/error_shapes.py, gateway/apps.py)."""
+    field = problem.extra.get("field")
+    return openai_error_response(problem.status, problem.detail,
+                                 SERVER_ERROR if problem.status >= 500 else INVALID_REQUEST,
+                                 _CODES.get(problem.code, problem.code.lower()),
+                                 param=None if field in (None, "body") else field,
+                                 retry_after=problem.extra.get("retryAfter"))
 
 
 class GatewayError(Exception):

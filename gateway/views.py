@@ -18,7 +18,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from core.db import db_call
 from core.input_guard import request_json
-from core.problems import Problem, is_database_unavailable, unavailable
+from core.problems import Problem
 from core.sanity import InputError
 from core.sse import sse_response
 from gateway.chunks import DONE, ChunkEncoder, CompletionBuilder, sse_line
@@ -67,15 +67,8 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
         first = await _first(deltas)
     except GatewayError as error:
         return error.response()
-    except Exception as exc:
-        # Not ProblemMiddleware's problem+json: callers of this path expect OpenAI's shape.
-        if is_database_unavailable(exc):
-            log.warning("gateway: database unavailable (%s)", type(exc).__name__)
-            problem = unavailable()
-            return openai_error_response(503, problem.detail, SERVER_ERROR, "service_unavailable",
-                                         retry_after=problem.extra["retryAfter"])
-        log.exception("gateway: the request failed")
-        return openai_error_response(500, MSG_INTERNAL, SERVER_ERROR, "internal_error")
+    # Anything else (a database outage, a bug) is ProblemMiddleware's, answered in this route's
+    # OpenAI shape (core/error_shapes.py, gateway/apps.py).
     encoder = ChunkEncoder(model=route.alias, include_usage=chat.include_usage)
     return sse_response(_stream(encoder, first, deltas))
 
@@ -108,10 +101,9 @@ async def _principal(request: HttpRequest) -> Principal:
         if problem.status == 401:
             raise GatewayError(401, "A valid project API key is required (Authorization: Bearer <key> or "
                                     "x-api-key).", code="invalid_api_key") from None
-        # A 503 (the database is down) is the server's error, with when to try again.
-        raise GatewayError(problem.status, problem.detail, code=problem.code.lower(),
-                           type_=SERVER_ERROR if problem.status >= 500 else INVALID_REQUEST,
-                           retry_after=problem.extra.get("retryAfter")) from None
+        # Any other (a 503 while the database is down, with when to try again) is answered by
+        # ProblemMiddleware in this route's OpenAI shape (core/error_shapes.py).
+        raise
 
 
 async def _admit(principal: Principal) -> None:

@@ -35,8 +35,11 @@ class Principal:
     # DRF's IsAuthenticated reads this from `request.user`, which is the principal.
     is_authenticated = True
 
-    def user_key(self, raw: object) -> str:
-        """The end user this request acts for; 400 VALIDATION_ERROR when an API-key caller sends none."""
+    def user_key_checked(self, raw: object) -> str:
+        """The end user this request acts for, from the `userKey` the caller sent, checked: raises a 400
+        VALIDATION_ERROR when an API-key caller sends none, one too long or one with a reserved prefix,
+        or when a bearer token's caller names another user than the token's (a session acts as its own
+        user whatever it sends)."""
         if self.session_user_key is not None:
             return self.session_user_key
         if self.token_user_key is not None:
@@ -62,7 +65,7 @@ class Principal:
                 raw is None or (isinstance(raw, str) and not raw.strip())):
             access.user_key_allowed(self.project)
             return None
-        return self.user_key(raw)
+        return self.user_key_checked(raw)
 
     def _token_user(self, raw: object) -> str:
         # The official clients send no userKey with a token; one that is sent must name the same user.

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl
 
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from core.problems import Problem
+from core.problems import Problem, response_for
 from projects import user_tokens
 from projects.access import origin_check
 from projects.auth import api_key_find, api_key_touch
@@ -83,6 +83,19 @@ def token_exchange(*, raw_key: str | None, request: HttpRequest) -> IssuedToken:
                                             api_key_id=key.pk, subject_expires_at=subject.expires_at)
     api_key_touch(key)
     return issued
+
+
+# A request refused before the view runs: a bad body or Host, a body too large or too slow, no CSRF token.
+_INVALID_REQUEST_STATUSES = (400, 403, 408, 413)
+
+
+def oauth_error_for(problem: Problem, instance: str) -> HttpResponse:
+    """The token exchange's error shape (core/error_shapes.py, projects/apps.py): a refused request is
+    OAuth's `invalid_request`. RFC 6749 has no error for an unknown path, a wrong method or a server
+    fault, which stay problem+json."""
+    if problem.status not in _INVALID_REQUEST_STATUSES:
+        return response_for(problem, instance)
+    return oauth_answer({"error": "invalid_request", "error_description": problem.detail}, problem.status)
 
 
 def oauth_answer(body: dict, status: int) -> JsonResponse:

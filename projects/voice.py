@@ -41,7 +41,7 @@ def transcription_check_access(principal: Principal, user_key: str | None) -> st
     if user_key is None and principal.token_user_key is None and principal.session_user_key is None:
         user = None
     else:
-        user = principal.user_key(user_key)
+        user = principal.user_key_checked(user_key)
     # A transcription counts as one run against the project's rates (docs/abuse-and-limits.md): 429.
     limits.call_admit(project=principal.project, user_key=user)
     return user

@@ -5,6 +5,7 @@ import Django, so it can be tested against a fake server on its own.
 """
 from __future__ import annotations
 
+from contextlib import aclosing
 from typing import Any, AsyncIterator
 
 import openai
@@ -13,7 +14,7 @@ import orjson
 from clientsdk.retry_after import retry_after_seconds
 from providers.base import (Completion, Delta, ModelError, ModelRequest, ModelTool, ReasoningDelta, StepEnd,
                             TextDelta, ToolCallDelta)
-from providers.vendor_client import VendorProvider
+from providers.vendor_client import VendorProvider, stream_folded
 
 _TOOL_CHOICE_WORDS = ("auto", "required", "none")
 
@@ -68,18 +69,11 @@ class OpenAIProvider(VendorProvider):
         """
         params = request_params(request, default_model=self.default_model)
         opening = self._client().chat.completions.with_streaming_response.create(**params)
-        try:
-            response = await opening.__aenter__()
-        except openai.APIError as exc:
-            raise model_error(exc, started=False) from exc
-        try:
-            fold = _StepFold()
-            async for chunk in _chunks(response.http_response.aiter_bytes()):
-                for delta in fold.feed(chunk):
-                    yield delta
-            yield fold.end()
-        finally:
-            await opening.__aexit__(None, None, None)
+        # aclosing: closing this generator closes the template's at once, and with it the response.
+        async with aclosing(stream_folded(opening, api_error=openai.APIError, to_model_error=model_error,
+                                          read=_chunks, fold=_StepFold())) as deltas:
+            async for delta in deltas:
+                yield delta
 
     async def complete(self, request: ModelRequest) -> Completion:
         """One non-streamed answer; the same error mapping and timeout as `stream`."""

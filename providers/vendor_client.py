@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from typing import Any
+from typing import Any, AsyncIterator, Callable
 
 
 class VendorProvider:
@@ -43,3 +43,26 @@ class VendorProvider:
         client = self._clients.pop(asyncio.get_running_loop(), None)
         if client is not None:
             await client.close()
+
+
+async def stream_folded(opening: Any, *, api_error: type[BaseException], to_model_error: Callable[..., Exception],
+                        read: Callable[[AsyncIterator[bytes]], AsyncIterator[Any]], fold: Any) -> AsyncIterator[Any]:
+    """The body of a vendor provider's `stream`: open the SDK's streaming response (`opening`, its
+    `with_streaming_response.create(...)`), read its raw bytes into the vendor's items (`read`: chunks
+    or events), fold each into deltas (`fold.feed(item)`, then `fold.end()`, the StepEnd), and close
+    the response whatever happens, so closing the generator drops the connection mid-answer.
+
+    A refusal before the stream began (`api_error`) is raised as `to_model_error(exc, started=False)`,
+    the original chained; what goes wrong later is the fold's and the reader's to say.
+    """
+    try:
+        response = await opening.__aenter__()
+    except api_error as exc:
+        raise to_model_error(exc, started=False) from exc
+    try:
+        async for item in read(response.http_response.aiter_bytes()):
+            for delta in fold.feed(item):
+                yield delta
+        yield fold.end()
+    finally:
+        await opening.__aexit__(None, None, None)

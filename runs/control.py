@@ -32,7 +32,7 @@ from projects.limits import counters_prune
 from runs.lock import lock_renew
 from runs.models import Run
 from runs.recovery.leases import checkpoint_write, expired_lease_sweep
-from runs.stream.event_log import log_cleanup
+from runs.stream.event_log import event_log_cleanup
 from runs.stream.feeds import flusher
 from runs.stream.follow import follower
 
@@ -281,7 +281,7 @@ def _tick_in_db(run_ids: list[str], checkpoints: dict[str, tuple[str, str]],
             log_db_failure("Run watcher: the expired-lease sweep failed", exc)
         if cleanup:
             try:
-                log_cleanup()
+                event_log_cleanup()
             except Exception as exc:  # noqa: BLE001 - logged; a later tick cleans up
                 log_db_failure("Run watcher: removing old run events failed", exc)
             try:

@@ -13,6 +13,7 @@ from pydantic.json_schema import model_json_schema
 from clientsdk import wire
 from core.openapi import PROBLEM_REF, SECURITY, add_model, path_param, problem
 from core.problems import PROBLEM_CONTENT_TYPE
+from runs import bodies
 
 AG_UI_EVENTS = """\
 The answer is a stream of [AG-UI](https://docs.ag-ui.com) events, one per SSE message: a line
@@ -81,7 +82,7 @@ def run_paths(components: dict[str, Any]) -> dict[str, Any]:
         "/v1/threads/runs": {"post": _run_operation(
             "threadsRunsCreateWithThread",
             "Create a thread and start a run on it",
-            add_model(components, wire.CreateThreadWithRunBody),
+            add_model(components, bodies.CreateThreadWithRunBody),
             {"X-Thread-Id": {"description": "The new thread's id.", "schema": {"type": "string"}},
              "X-Run-Id": run_id_header},
             [],
@@ -89,7 +90,7 @@ def run_paths(components: dict[str, Any]) -> dict[str, Any]:
         "/v1/threads/{threadId}/runs": {"post": _run_operation(
             "threadsRunsCreate",
             "Start a run on a thread",
-            add_model(components, wire.CreateRunBody),
+            add_model(components, bodies.CreateRunBody),
             {"X-Run-Id": run_id_header},
             [thread_id],
         )},

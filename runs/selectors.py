@@ -32,7 +32,7 @@ def run_replay_get(*, principal: Principal, thread_id: str, run_id: str, user_ke
     404 RUN_NOT_FOUND for an unknown run, another user's or project's, and a run that ended more
     than RUN_REPLAY_SECONDS ago (its events are gone, or about to be).
     """
-    user_key = principal.user_key(user_key_raw)
+    user_key = principal.user_key_checked(user_key_raw)
     run = (Run.objects.filter(id=run_id, thread_id=thread_id, thread__project=principal.project,
                               thread__user_key=user_key)
            .only("id", "status", "finished_at", "error_code").first())

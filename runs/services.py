@@ -130,7 +130,7 @@ def _start_new_thread(principal: Principal, body: wire.CreateRunBody, run: Run) 
 
 def _start_on_thread(principal: Principal, body: wire.CreateRunBody, run: Run, thread_id: str) -> Thread:
     """Locks the requester's thread for `run` and stores the input. Caller holds the transaction."""
-    user_key = principal.user_key(body.user_key)
+    user_key = principal.user_key_checked(body.user_key)
     results = _tool_results(body)
 
     def check(locked: Thread) -> None:
@@ -154,13 +154,13 @@ def _start_on_thread(principal: Principal, body: wire.CreateRunBody, run: Run, t
 
 def _run_user(principal: Principal, body: wire.CreateRunBody, thread_id: str | None) -> str:
     spec = getattr(body, "thread", None) if thread_id is None else None
-    return principal.user_key((spec.user_key if spec is not None else None) or body.user_key)
+    return principal.user_key_checked((spec.user_key if spec is not None else None) or body.user_key)
 
 
 def _new_thread(principal: Principal, body: wire.CreateRunBody, run: Run) -> Thread:
     """The new thread, inserted holding the lock for `run`. Caller holds the transaction."""
     spec = getattr(body, "thread", None) or wire.NewThreadSpec()
-    user_key = principal.user_key(spec.user_key or body.user_key)
+    user_key = principal.user_key_checked(spec.user_key or body.user_key)
     metadata = spec.metadata if spec.metadata is not None else getattr(body, "thread_metadata", None)
     return thread_services.thread_create(
         project=principal.project, user_key=user_key, metadata=metadata, initial_messages=spec.initial_messages or (),
@@ -281,7 +281,7 @@ def run_note_model(*, run: Run, models: Any) -> None:
 
 def run_cancel_request(*, principal: Principal, thread_id: str, run_id: str, user_key_raw: object) -> None:
     """Flags the thread's active run `run_id` for cancellation; 404 RUN_NOT_FOUND if it is not the active one."""
-    user_key = principal.user_key(user_key_raw)
+    user_key = principal.user_key_checked(user_key_raw)
     selectors.thread_get(project=principal.project, user_key=user_key, thread_id=thread_id)
     if not lock_request_cancel(thread_id=thread_id, run_id=run_id):
         raise Problem(404, "RUN_NOT_FOUND", f"Run {run_id} is not the thread's active run.")

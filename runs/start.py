@@ -12,7 +12,7 @@ from core.input_guard import request_json
 from core.validation import parse_body
 from projects.auth import UNAUTHORIZED, Principal, principal_of_key, principal_resolve
 from projects.key_lookup import KeyLookup
-from runs import services
+from runs import bodies, services
 from runs.attachments import body_has_resources, check_part_counts
 from tools.selectors import ProjectTools
 from tools.statements import tool_columns, tools_of_values
@@ -51,7 +51,7 @@ def run_start_request(*, request, thread_id: str | None) -> services.StartedRun 
     order, so the answers are those of the separate steps: 401 before 400 before 404/409. A body
     with resource parts is handed back unstarted (ContentToCheck) for the caller to check first."""
     principal, tools = _caller(request)
-    model = wire.CreateThreadWithRunBody if thread_id is None else wire.CreateRunBody
+    model = bodies.CreateThreadWithRunBody if thread_id is None else bodies.CreateRunBody
     body = parse_body(model, request_json(request))
     check_part_counts(body)
     if body_has_resources(body):

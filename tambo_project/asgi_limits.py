@@ -7,7 +7,7 @@ server buffer an unbounded body. The limit is MAX_REQUEST_BYTES, except on the t
 start a run, whose bodies carry the user's images and files (MAX_RUN_BYTES, 10 MB like Tambo's), and on
 the voice upload (MAX_AUDIO_BYTES plus room for the multipart framing; the view counts the file itself). Nothing behind it checks the size again (Django's own check is off:
 settings.py `DATA_UPLOAD_MAX_MEMORY_SIZE`), so every 413 for a body comes from here, in the shape
-of its route.
+of its route (core/error_shapes.py).
 
 The body also has a deadline: all of it within REQUEST_BODY_TIMEOUT seconds of the request's start,
 else 408 and the connection is closed (a client that sends headers and then not its body held a
@@ -22,9 +22,8 @@ import re
 from django.conf import settings
 from django.http import HttpResponse
 
-from core.problems import problem_response
-from gateway.errors import INVALID_REQUEST, openai_error_response
-from projects.oauth import oauth_answer
+from core.error_shapes import error_answer
+from core.problems import Problem
 
 
 # POST /v1/threads/runs and POST /v1/threads/{threadId}/runs (the DELETE below them has no body).
@@ -44,24 +43,15 @@ def body_limit(path: str) -> int:
 
 
 def too_large(path: str) -> HttpResponse:
-    """The 413 in the shape callers of `path` read: OpenAI's error object under /api/ (the gateway's
-    callers are OpenAI clients), OAuth's under /oauth/ (RFC 6749, section 5.2), problem+json elsewhere."""
-    if path.startswith("/api/"):
-        return openai_error_response(413, "Request body too large.", INVALID_REQUEST, "payload_too_large")
+    """The 413 in the shape callers of `path` read (core/error_shapes.py)."""
     detail = f"The request body is larger than {body_limit(path)} bytes."
-    if path.startswith("/oauth/"):
-        return oauth_answer({"error": "invalid_request", "error_description": detail}, 413)
-    return problem_response(413, "PAYLOAD_TOO_LARGE", detail, path)
+    return error_answer(Problem(413, "PAYLOAD_TOO_LARGE", detail), path)
 
 
 def too_slow(path: str) -> HttpResponse:
-    """The 408 for a body that did not arrive in time, in the shape of `path`'s callers (as `too_large`)."""
+    """The 408 for a body that did not arrive in time, in the shape of `path`'s callers."""
     detail = f"The request body did not arrive within {settings.REQUEST_BODY_TIMEOUT:g} seconds."
-    if path.startswith("/api/"):
-        return openai_error_response(408, detail, INVALID_REQUEST, "request_timeout")
-    if path.startswith("/oauth/"):
-        return oauth_answer({"error": "invalid_request", "error_description": detail}, 408)
-    return problem_response(408, "REQUEST_TIMEOUT", detail, path)
+    return error_answer(Problem(408, "REQUEST_TIMEOUT", detail), path)
 
 
 class BodySizeLimit:

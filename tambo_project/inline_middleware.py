@@ -6,10 +6,14 @@ request, and a thread started per request to serve them (kept while a stream is 
 methods are pure header and cookie bookkeeping, except where a session or messages must be
 written (a database write): those cases alone still go to the request's thread. The results are
 the same; the run endpoints just skip the hops. Synchronous (WSGI) use is unchanged.
+
+Each class stays a subclass of Django's (the admin's checks look for those in MIDDLEWARE) and
+overrides only public parts: `__call__`, which picks the path, and the `process_*` hooks. Django's
+private async dispatch (`MiddlewareMixin.__acall__`) is neither overridden nor called.
 """
 from __future__ import annotations
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import iscoroutinefunction, sync_to_async
 from django.conf import settings
 from django.contrib.auth.middleware import AuthenticationMiddleware as _Authentication
 from django.contrib.messages.middleware import MessageMiddleware as _Message
@@ -21,7 +25,14 @@ from django.middleware.security import SecurityMiddleware as _Security
 
 
 class _Inline:
-    async def __acall__(self, request):
+    def __call__(self, request):
+        # Django's handler awaits what an async-capable middleware returns when its next step is
+        # async (MiddlewareMixin marks the instance a coroutine function for that).
+        if iscoroutinefunction(self.get_response):
+            return self._inline_call(request)
+        return super().__call__(request)
+
+    async def _inline_call(self, request):
         response = None
         if hasattr(self, "process_request"):
             response = self.process_request(request)

@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "runs",
     "tools",
     "telemetry",
+    "gateway",  # no models: its AppConfig registers the gateway's error shape (core/error_shapes.py)
 ]
 
 MIDDLEWARE = [

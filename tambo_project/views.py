@@ -2,7 +2,7 @@ from django.db import connection
 from django.http import JsonResponse
 from django.views import csrf, defaults
 
-from tambo_project.middleware import error_answer
+from tambo_project.middleware import django_error_answer
 
 
 def healthz(request):
@@ -18,12 +18,12 @@ def healthz(request):
 
 def bad_request(request, exception=None):
     """handler400: a request Django refuses before any view (a malformed or disallowed Host header)."""
-    answer = error_answer(request, 400, "BAD_REQUEST", "The request is malformed (its Host header, for one).")
+    answer = django_error_answer(request, 400, "BAD_REQUEST", "The request is malformed (its Host header, for one).")
     return answer if answer is not None else defaults.bad_request(request, exception)
 
 
 def csrf_failure(request, reason=""):
     """CSRF_FAILURE_VIEW: an unsafe method without a CSRF token, on a route that checks it."""
-    answer = error_answer(request, 403, "FORBIDDEN", "This request needs a CSRF token, or an API key instead "
+    answer = django_error_answer(request, 403, "FORBIDDEN", "This request needs a CSRF token, or an API key instead "
                                                      "of a session cookie.")
     return answer if answer is not None else csrf.csrf_failure(request, reason)

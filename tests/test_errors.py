@@ -2,6 +2,7 @@
 import pytest
 import requests
 from django.conf import settings
+from django.test import Client
 
 from tests.support.problems import assert_problem
 
@@ -104,3 +105,12 @@ def test_an_unexpected_error_in_a_run_view_is_an_internal_error_without_details(
     assert_problem(response, 500, "INTERNAL_ERROR", instance="/v1/threads/runs")
     assert "secret internal detail" not in response.content.decode()
     assert "Traceback" not in response.content.decode()
+
+
+def test_a_405_under_v1_names_the_allowed_methods(api_key):
+    response = Client().get("/v1/threads/thr_x/runs", headers={"x-api-key": api_key})
+
+    assert response.status_code == 405
+    assert response["Content-Type"].startswith("application/problem+json")
+    assert response.json()["code"] == "METHOD_NOT_ALLOWED"
+    assert response["Allow"] == "POST"

@@ -49,6 +49,7 @@ def test_the_tree_keeps_its_import_contracts(tmp_path):
     ("runs.services", "runs.agui.services"),  # the lifecycle depending on its AG-UI adapter
     ("runs.recovery.settle", "runs.agui.protocol"),  # recovery depending on the AG-UI adapter
     ("runs.lock", "runs.recovery.settle"),  # taking a lock importing crash recovery
+    ("tambo_project.middleware", "gateway.errors"),  # the configuration layer choosing an app's error shape
 ])
 def test_an_import_running_the_wrong_way_breaks_a_contract(tmp_path, module, imported):
     tree = copy_tree(tmp_path)

@@ -1,5 +1,6 @@
 """The limits of core.sanity at their edges, on both of its parsing paths, and the string
-limits of the wire models against the columns that store those strings."""
+limits of the server's request bodies (runs/bodies.py, threads/bodies.py) against the columns that
+store those strings."""
 from __future__ import annotations
 
 import pytest
@@ -10,7 +11,9 @@ from core.sanity import MAX_JSON_DEPTH, MAX_SAFE_INTEGER, InputError, loads
 from projects import identities
 from projects.auth import Principal
 from projects.models import Project
+from runs import bodies as run_bodies
 from runs.models import Run
+from threads import bodies as thread_bodies
 from threads.models import Message, Thread
 
 # A run of 16 digits sends a body down the exact (standard library) path instead of orjson's.
@@ -59,10 +62,11 @@ def _max_length(model: type, field: str) -> int:
 
 
 @pytest.mark.parametrize(("model", "field", "column"), [
-    (wire.CreateRunBody, "model", Run._meta.get_field("model")),
-    (wire.CreateRunBody, "previous_run_id", Run._meta.get_field("id")),
-    (wire.UpdateThreadBody, "name", Thread._meta.get_field("name")),
-    (wire.InToolResultBlock, "tool_use_id", Message._meta.get_field("tool_call_id")),
+    (run_bodies.CreateRunBody, "model", Run._meta.get_field("model")),
+    (run_bodies.CreateRunBody, "previous_run_id", Run._meta.get_field("id")),
+    (run_bodies.CreateThreadWithRunBody, "model", Run._meta.get_field("model")),
+    (thread_bodies.UpdateThreadBody, "name", Thread._meta.get_field("name")),
+    (run_bodies.InToolResultBlock, "tool_use_id", Message._meta.get_field("tool_call_id")),
 ])
 def test_a_string_field_has_the_length_limit_of_its_column(model, field, column):
     assert _max_length(model, field) == column.max_length
@@ -72,6 +76,6 @@ def test_the_user_key_fits_its_column_with_any_identity_prefix():
     principal = Principal(project=Project(name="p"))
     limit = identities.USER_KEY_MAX_LENGTH
     assert len(identities.token_user("u" * limit)) <= Thread._meta.get_field("user_key").max_length
-    assert principal.user_key("u" * limit) == "u" * limit
+    assert principal.user_key_checked("u" * limit) == "u" * limit
     with pytest.raises(Problem):
-        principal.user_key("u" * (limit + 1))
+        principal.user_key_checked("u" * (limit + 1))

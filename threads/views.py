@@ -8,7 +8,7 @@ from rest_framework.views import APIView
 
 from clientsdk import wire
 from core.validation import choice_param, int_param, parse_body
-from threads import selectors, services
+from threads import bodies, selectors, services
 from threads.presenters import message_to_wire, thread_to_wire
 from threads.whole import thread_with_messages_chunks
 
@@ -24,7 +24,7 @@ def _json(model: wire.WireModel, status: int = 200) -> JsonResponse:
 
 def _thread(request: Request, thread_id: str):
     principal = request.user
-    user_key = principal.user_key(request.query_params.get("userKey"))
+    user_key = principal.user_key_checked(request.query_params.get("userKey"))
     return selectors.thread_get(project=principal.project, user_key=user_key, thread_id=thread_id)
 
 
@@ -32,7 +32,7 @@ class ThreadListView(APIView):
     @extend_schema(operation_id="threads_list", summary="List the user's threads, newest first", parameters=[USER_KEY, LIMIT, CURSOR], responses=wire.ThreadPage)
     def get(self, request: Request):
         principal = request.user
-        user_key = principal.user_key(request.query_params.get("userKey"))
+        user_key = principal.user_key_checked(request.query_params.get("userKey"))
         limit = int_param(request.query_params.get("limit"), name="limit", default=20, low=1, high=100)
         rows, next_cursor, has_more = selectors.thread_list(
             project=principal.project, user_key=user_key, limit=limit, cursor=request.query_params.get("cursor")
@@ -44,7 +44,7 @@ class ThreadListView(APIView):
     def post(self, request: Request):
         principal = request.user
         body = parse_body(wire.CreateThreadBody, request.data)
-        user_key = principal.user_key(body.user_key)
+        user_key = principal.user_key_checked(body.user_key)
         thread = services.thread_create(project=principal.project, user_key=user_key, metadata=body.metadata,
                                         initial_messages=body.initial_messages or ())
         return _json(thread_to_wire(thread), status=201)
@@ -57,10 +57,10 @@ class ThreadDetailView(APIView):
         # Streamed batch by batch, so a thread of screenshots is not held whole (threads/whole.py).
         return StreamingHttpResponse(thread_with_messages_chunks(thread), content_type="application/json")
 
-    @extend_schema(operation_id="threads_update", summary="Rename a thread or change its metadata", parameters=[USER_KEY], request=wire.UpdateThreadBody,
+    @extend_schema(operation_id="threads_update", summary="Rename a thread or change its metadata", parameters=[USER_KEY], request=bodies.UpdateThreadBody,
                    responses=wire.Thread)
     def patch(self, request: Request, thread_id: str):
-        body = parse_body(wire.UpdateThreadBody, request.data)
+        body = parse_body(bodies.UpdateThreadBody, request.data)
         thread = _thread(request, thread_id)
         thread = services.thread_update(thread=thread, name=body.name, metadata=body.metadata)
         return _json(thread_to_wire(thread))
@@ -102,7 +102,7 @@ class ComponentStateView(APIView):
     def post(self, request: Request, thread_id: str, component_id: str):
         body = parse_body(wire.ComponentStateBody, request.data)
         principal = request.user
-        user_key = principal.user_key(body.user_key)
+        user_key = principal.user_key_checked(body.user_key)
         thread = selectors.thread_get(project=principal.project, user_key=user_key, thread_id=thread_id)
         state = services.component_state_set(thread=thread, component_id=component_id, state=body.state,
                                              patch=body.patch)

@@ -20,6 +20,7 @@ from projects import limits
 from projects.auth import Principal
 from projects.models import Project
 from projects.models_config import model_chain_for
+from runs import bodies
 from runs.agui import protocol as agui
 from runs.lock import lock_take
 from runs.models import Run
@@ -79,7 +80,7 @@ def agui_run_start(*, principal: Principal, run_input: RunAgentInput) -> Started
 
 def _user_key(principal: Principal, run_input: RunAgentInput) -> str:
     try:
-        return principal.user_key(agui.forwarded_user_key(run_input))
+        return principal.user_key_checked(agui.forwarded_user_key(run_input))
     except Problem as problem:
         if problem.code == "VALIDATION_ERROR" and problem.extra.get("field") == "userKey":
             raise validation_error(problem.detail.replace("userKey", "forwardedProps.userKey"),
@@ -133,7 +134,7 @@ def _run_body(run_input: RunAgentInput, turn: Turn, tools: list[wire.ClientTool]
     blocks = [b for m in turn.messages if m.role == "user" for b in m.content]
     blocks += [m.content[0] for m in turn.results.values()]
     try:
-        return wire.CreateRunBody.model_validate({
+        return bodies.CreateRunBody.model_validate({
             "message": {"role": "user", "content": blocks}, "tools": [t.wire() for t in tools],
         })
     except ValidationError as exc:  # what /v1 would refuse in its own body, e.g. an over-long id

@@ -11,7 +11,7 @@ Both are written by each process's watcher (runs/control.py), batched per tick:
   few statements, still a fixed number per tick whatever the number of threads. Either is preceded
   by one read that finds whether anything expired at all.
 - Both ways of recording a dead run (the sweep, and `runs/lock.py` taking an expired lease over) end
-  its logged events with a RUN_ERROR RUN_LEASE_EXPIRED (`log_dead_runs`, or the same rows in the
+  its logged events with a RUN_ERROR RUN_LEASE_EXPIRED (`event_log_dead_runs`, or the same rows in the
   sweep's statement on PostgreSQL), so readers following it from other processes and later replays
   end the way the run did (docs/protocol.md#resumable-runs) instead of stopping without a terminal event.
 
@@ -62,7 +62,7 @@ def dead_run_event() -> str:
     return encode_event(event)[6:-2].decode()
 
 
-def log_dead_runs(*, run_ids: list[str]) -> None:
+def event_log_dead_runs(*, run_ids: list[str]) -> None:
     """Logs `dead_run_event` after the last logged event of each run that has no final event yet,
     and on PostgreSQL wakes their readers elsewhere; two statements (three with the notification)
     whatever the number of runs. The caller's transaction holds the runs' threads."""
@@ -91,7 +91,7 @@ def dead_run_record(thread: Thread) -> None:
         Run.objects.filter(id=dead.id).update(status=Run.Status.FAILED, error_code=LEASE_EXPIRED_CODE,
                                               error_message=DEAD_RUN_MESSAGE, finished_at=now)
         partial_store(thread=thread, run=dead)
-        log_dead_runs(run_ids=[dead.id])
+        event_log_dead_runs(run_ids=[dead.id])
     thread.last_run_error = dict(LEASE_EXPIRED_ERROR)
     thread.last_run_cancelled = None
 
@@ -199,5 +199,5 @@ def _sweep_portable() -> int:
             Message(id=r.partial_message_id, thread_id=r.thread_id, run_id=r.id, role=Message.Role.ASSISTANT,
                     content=[{"type": "text", "text": r.partial_text}], is_cancelled=True)
             for r in saved if r.partial_message_id not in existing])
-        log_dead_runs(run_ids=[r.id for r in runs])
+        event_log_dead_runs(run_ids=[r.id for r in runs])
     return len(dead)

@@ -2,9 +2,9 @@
 another process. Synchronous; called through db_call (core/db.py).
 
 Written in batches, never per event: the new events of all the runs a process streams go in one
-statement (runs/stream/feeds.py Flusher); on PostgreSQL (`LogConnection.write`) the same statement notifies
+statement (runs/stream/feeds.py Flusher); on PostgreSQL (`EventLogConnection.write`) the same statement notifies
 `CHANNEL` with the ids of those runs, so other processes' readers wake (runs/stream/follow.py) and read the
-new rows of all the runs they follow with one `LogConnection.poll`. `log_cleanup`, run by the watcher, removes
+new rows of all the runs they follow with one `EventLogConnection.poll`. `event_log_cleanup`, run by the watcher, removes
 the rows of runs that ended more than RUN_REPLAY_SECONDS ago.
 """
 from __future__ import annotations
@@ -36,9 +36,9 @@ _INSERT = (f"INSERT INTO {quote(RunEvent._meta.db_table)} (run_id, seq, data, fi
            "VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING")
 
 
-def log_write(rows: list[tuple[str, int, str, bool]]) -> None:
+def event_log_write(rows: list[tuple[str, int, str, bool]]) -> None:
     """Stores (run id, seq, JSON, final) rows in one executemany, through db_call: SQLite's way (one
-    process, nobody to notify). PostgreSQL's is `LogConnection.write`.
+    process, nobody to notify). PostgreSQL's is `EventLogConnection.write`.
 
     A statement written once, not `bulk_create`: building a model instance per event cost the
     stream about 8 µs per delta. ON CONFLICT: a batch written again after a lost answer is harmless."""
@@ -48,7 +48,7 @@ def log_write(rows: list[tuple[str, int, str, bool]]) -> None:
         cursor.executemany(_INSERT, [(r, s, d, f, now) for r, s, d, f in rows])
 
 
-def log_read(*, run_id: str, after: int, upto: int | None = None, limit: int) -> list[tuple[int, str, bool]]:
+def event_log_read(*, run_id: str, after: int, upto: int | None = None, limit: int) -> list[tuple[int, str, bool]]:
     """The first `limit` logged events of a run after id `after` (up to `upto`): (seq, JSON, final)."""
     rows = RunEvent.objects.filter(run_id=run_id, seq__gt=after)
     if upto is not None:
@@ -68,7 +68,7 @@ def _poll_result(result: list[tuple]) -> tuple[dict[str, list[tuple[int, str, bo
     return events, over
 
 
-class LogConnection:
+class EventLogConnection:
     """The process's own connection for the event log on PostgreSQL: its writes and its polls.
 
     Not one of the bounded pool's (core/db.py): the writes are what readers on other processes wait
@@ -142,7 +142,7 @@ def _conninfo() -> str:
     return make_conninfo(**{k: str(v) for k, v in parts.items() if v})
 
 
-log_connection = LogConnection()
+event_log_connection = EventLogConnection()
 
 
 def _orphaned(status: str | None, finished_at: datetime | None) -> bool:
@@ -152,7 +152,7 @@ def _orphaned(status: str | None, finished_at: datetime | None) -> bool:
         timezone.now() - finished_at).total_seconds() > ORPHAN_SECONDS
 
 
-def log_cleanup() -> int:
+def event_log_cleanup() -> int:
     """Deletes the rows of runs whose final event was logged more than RUN_REPLAY_SECONDS ago (and
     rows older than a day, of runs that never logged one); one statement; returns rows deleted."""
     now = timezone.now()

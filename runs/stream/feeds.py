@@ -37,7 +37,7 @@ from django.db import connection
 
 from clientsdk import wire
 from core.db import db_call, log_db_failure
-from runs.stream.event_log import log_connection, log_write
+from runs.stream.event_log import event_log_connection, event_log_write
 from runs.stream.sse import encode_event, merge_encoded
 
 log = logging.getLogger(__name__)
@@ -289,7 +289,7 @@ class Flusher:
         except Exception as exc:  # noqa: BLE001 - the process is ending; readers see the run as orphaned
             log_db_failure("Run events: the last write of the event log failed", exc)
         finally:
-            await log_connection.close()
+            await event_log_connection.close()
 
     def interval(self) -> float:
         # Readers in other processes wait on these writes; on SQLite there are none (one process),
@@ -302,7 +302,7 @@ class Flusher:
         try:
             await self._run()
         finally:
-            await log_connection.close()
+            await event_log_connection.close()
 
     async def _run(self) -> None:
         while True:
@@ -335,9 +335,9 @@ class Flusher:
                 self._forget(run_id)  # all written: readers that hold it read on from memory
         try:
             if rows and connection.vendor == "postgresql":
-                await log_connection.write(rows)
+                await event_log_connection.write(rows)
             elif rows:
-                await db_call(log_write, rows)
+                await db_call(event_log_write, rows)
         except Exception:
             for run_id in batch:
                 feed = self.feeds.get(run_id)

@@ -4,7 +4,7 @@ Each process that has readers of runs streaming elsewhere keeps one `Feed` mirro
 (runs/stream/feeds.py), shared by all its readers of that run. One LISTEN connection per process
 (DATABASE_LISTEN_URL, straight to PostgreSQL: a transaction-pooling proxy cannot hold a LISTEN; it
 is not one of the bounded pool's connections) hears the event log's notifications, which name the runs
-that got new rows; when one of them is followed here, one poll (runs/stream/event_log.py `LogConnection`)
+that got new rows; when one of them is followed here, one poll (runs/stream/event_log.py `EventLogConnection`)
 reads the new rows of *all* the runs followed here (one query per wake-up, whatever the number of readers), and the mirrors wake
 their readers. The watcher's tick also polls while anything is followed, so a notification lost
 while the LISTEN connection was being re-established delays events by a tick at most.
@@ -22,7 +22,7 @@ from django.conf import settings
 from django.db import connection
 
 from core.db import db_call, log_db_failure
-from runs.stream.event_log import CHANNEL, log_connection, log_read
+from runs.stream.event_log import CHANNEL, event_log_connection, event_log_read
 from runs.stream.feeds import KEEP_ALIVE, Feed, changed_within, flusher, frame, read
 
 log = logging.getLogger(__name__)
@@ -87,7 +87,7 @@ class Follower:
             if not cursors:
                 continue
             try:
-                events, over = await log_connection.poll(cursors)
+                events, over = await event_log_connection.poll(cursors)
             except Exception as exc:  # noqa: BLE001 - the watcher's next tick asks again
                 log_db_failure("Run events: reading the event log failed", exc)
                 continue
@@ -126,7 +126,7 @@ follower = Follower()
 LOG_LAG_GRACE = 2.0
 
 
-async def log_reaches(run_id: str, seq: int) -> int:
+async def event_log_reaches(run_id: str, seq: int) -> int:
     """Waits up to LOG_LAG_GRACE for the event log of `run_id` (streaming in another process) to hold
     id `seq`; returns the last id seen, `seq` or more when it came. Through the process's mirror of
     the run, so it adds no query of its own."""
@@ -172,7 +172,7 @@ async def events_follow(run_id: str, after: int, *, join_live: bool = False):
                     yield chunk
                 return
             upto = feed.first_seq - 1 if feed is not None else None
-            rows = await db_call(log_read, run_id=run_id, after=cursor, upto=upto, limit=REPLAY_PAGE)
+            rows = await db_call(event_log_read, run_id=run_id, after=cursor, upto=upto, limit=REPLAY_PAGE)
             if rows:
                 yield b"".join(frame(seq, data.encode()) for seq, data, _ in rows)
                 cursor = rows[-1][0]

@@ -14,7 +14,7 @@ from core.sse import sse_response
 from projects.auth import principal_aresolve
 from runs import selectors
 from runs.stream.feeds import flusher
-from runs.stream.follow import REPLAY_PAGE, events_follow, log_reaches
+from runs.stream.follow import REPLAY_PAGE, events_follow, event_log_reaches
 
 MAX_SEQ = 2**31 - 1  # the log's column is a 32-bit integer
 
@@ -74,7 +74,7 @@ async def _replay_from(facts: selectors.ReplayFacts, after: int) -> int:
             return facts.final_seq - 1
         last = facts.final_seq
     elif after > facts.logged_seq and connection.vendor == "postgresql" and not facts.orphaned:
-        last = await log_reaches(facts.run_id, after)
+        last = await event_log_reaches(facts.run_id, after)
     else:
         last = facts.logged_seq
     if after > last:

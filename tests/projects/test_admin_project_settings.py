@@ -9,15 +9,9 @@ from projects.admin_settings import STORED_MARK
 from projects.config import project_settings
 from projects.models import Project
 from projects.secrets import secret_resolve
-from tests.support.admin import admin_url
+from tests.support.admin import admin_url, project_change_post
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def admin_client(client, django_user_model):
-    client.force_login(django_user_model.objects.create_superuser("root", "root@example.com", "pw"))
-    return client
 
 
 @pytest.fixture
@@ -26,10 +20,8 @@ def project(db):
 
 
 def _save(admin_client, project, document):
-    form = {"name": project.name, "system_prompt": "", "max_tool_calls_per_turn": 100, "user_token_claim": "sub",
-            "api_keys-TOTAL_FORMS": 0, "api_keys-INITIAL_FORMS": 0,
-            "settings_document": document if isinstance(document, str) else json.dumps(document)}
-    return admin_client.post(admin_url(Project, "change", project.pk), form)
+    return project_change_post(admin_client, project,
+                               settings_document=document if isinstance(document, str) else json.dumps(document))
 
 
 def test_a_typed_key_is_stored_encrypted_and_never_shown_back(admin_client, project, settings):

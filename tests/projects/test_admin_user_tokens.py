@@ -2,16 +2,10 @@
 import pytest
 
 from projects.models import Project
-from tests.support.admin import admin_url
+from tests.support.admin import admin_url, project_change_post
 from tests.support.user_tokens import HS256_SECRET, public_pem, rsa_key
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def admin_client(client, django_user_model):
-    client.force_login(django_user_model.objects.create_superuser("root", "root@example.com", "pw"))
-    return client
 
 
 @pytest.fixture
@@ -20,9 +14,7 @@ def project(db):
 
 
 def _save(admin_client, project, **fields):
-    form = {"name": project.name, "system_prompt": "", "max_tool_calls_per_turn": 100, "user_token_claim": "sub",
-            "api_keys-TOTAL_FORMS": 0, "api_keys-INITIAL_FORMS": 0, **fields}
-    return admin_client.post(admin_url(Project, "change", project.pk), form)
+    return project_change_post(admin_client, project, **fields)
 
 
 def test_the_project_page_has_the_identity_by_token_fieldset(admin_client, project):

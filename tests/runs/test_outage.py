@@ -6,31 +6,19 @@ PostgreSQL only: stopping the database is what is being tested.
 """
 from __future__ import annotations
 
-import time
-
 import pytest
 import requests
 
 from tests.conftest import Api
 from tests.runs.conftest import Runs, text_of
-from tests.support.live import LiveServer
-from tests.support.pg_cluster import migrated_cluster
+from tests.support.outage import LONG_TEXT, outage_server, wait_until_back
 from tests.support.sse import iter_events
-
-# The echo of this text streams for a few seconds (0.1 s between deltas of 12 characters).
-LONG_TEXT = "Tell me about the database outage that is about to happen while you answer. " * 4
 
 
 @pytest.fixture(scope="module")
 def outage():
-    with migrated_cluster() as (cluster, key):
-        cluster.api_key = key
-        server = LiveServer("outage", {"DATABASE_URL": cluster.url, "OFFLINE_MODEL_DELAY": "0.1",
-                                       "RUN_LEASE_SECONDS": "30"})
-        try:
-            yield cluster, server
-        finally:
-            server.stop()
+    with outage_server("outage", {"RUN_LEASE_SECONDS": "30"}) as started:
+        yield started
 
 
 @pytest.fixture
@@ -44,18 +32,6 @@ def _assert_unavailable(response: requests.Response) -> None:
     assert response.headers["Content-Type"].startswith("application/problem+json")
     assert response.json()["code"] == "SERVICE_UNAVAILABLE"
     assert int(response.headers["Retry-After"]) > 0
-
-
-def _wait_until_back(runs: Runs, thread_id: str, timeout: float = 5.0) -> dict:
-    """Polls the thread until it answers and is idle; fails past `timeout` s after the database is back."""
-    deadline = time.monotonic() + timeout
-    while True:
-        response = runs.api.get(f"/v1/threads/{thread_id}")
-        assert response.status_code in (200, 503), (response.status_code, response.text)
-        if response.status_code == 200 and response.json()["runStatus"] == "idle":
-            return response.json()
-        assert time.monotonic() < deadline, f"not free {timeout} s after the database came back: {response.text}"
-        time.sleep(0.1)
 
 
 def test_while_the_database_is_down_every_route_answers_503_with_retry_after(outage, runs: Runs):
@@ -75,7 +51,7 @@ def test_while_the_database_is_down_every_route_answers_503_with_retry_after(out
         _assert_unavailable(runs.post_new("a new thread"))
     finally:
         cluster.resume()
-    _wait_until_back(runs, thread_id)
+    wait_until_back(runs, thread_id, timeout=5.0)
     assert text_of(runs.run(thread_id, "again", previousRunId=run_id))
 
 
@@ -97,7 +73,7 @@ def test_a_run_cut_off_by_an_outage_ends_with_run_error_keeps_its_text_and_frees
 
     assert [e["type"] for e in seen if e["type"] in ("RUN_FINISHED", "RUN_ERROR")] == ["RUN_ERROR"]
     assert seen[-1]["code"] == "SERVICE_UNAVAILABLE" and seen[-1]["isRetryable"] is True
-    thread = _wait_until_back(runs, thread_id)
+    thread = wait_until_back(runs, thread_id, timeout=5.0)
     assert thread["lastRunError"]["code"] == "SERVICE_UNAVAILABLE" and "currentRunId" not in thread
     (answer,) = [m for m in thread["messages"] if m["role"] == "assistant"]
     assert answer["content"][0]["text"] == text_of(seen)

@@ -17,42 +17,23 @@ import requests
 
 from tests.conftest import Api
 from tests.runs.conftest import Runs, text_of
-from tests.support.live import LiveServer
-from tests.support.pg_cluster import migrated_cluster
+from tests.support.outage import LONG_TEXT, outage_server, wait_until_back
 from tests.support.run_requests import user_message
 
-LONG_TEXT = "Tell me about the database outage that is about to happen while you answer. " * 4
 CLIENT_TIMEOUT = 20
 
 
 @pytest.fixture(scope="module")
 def outage():
-    with migrated_cluster() as (cluster, key):
-        cluster.api_key = key
-        server = LiveServer("outage-at-once", {"DATABASE_URL": cluster.url, "OFFLINE_MODEL_DELAY": "0.1",
-                                               "DB_POOL_TIMEOUT": "60", "HEARTBEAT_SECONDS": "3",
-                                               "RUN_LEASE_SECONDS": "60"})
-        try:
-            yield cluster, server
-        finally:
-            server.stop()
+    with outage_server("outage-at-once", {"DB_POOL_TIMEOUT": "60", "HEARTBEAT_SECONDS": "3",
+                                          "RUN_LEASE_SECONDS": "60"}) as started:
+        yield started
 
 
 @pytest.fixture
 def runs(outage) -> Runs:
     cluster, server = outage
     return Runs(Api(server.url, cluster.api_key))
-
-
-def _wait_until_back(runs: Runs, thread_id: str, timeout: float = 15.0) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        response = runs.api.get(f"/v1/threads/{thread_id}")
-        assert response.status_code in (200, 503), (response.status_code, response.text)
-        if response.status_code == 200 and response.json()["runStatus"] == "idle":
-            return response.json()
-        assert time.monotonic() < deadline, f"not back {timeout} s after the database returned: {response.text}"
-        time.sleep(0.1)
 
 
 def test_twenty_run_requests_during_an_outage_are_all_answered_503_at_once(outage, runs: Runs):
@@ -87,7 +68,7 @@ def test_twenty_run_requests_during_an_outage_are_all_answered_503_at_once(outag
         assert int(response.headers["Retry-After"]) > 0
     seconds = sorted(elapsed for _, elapsed in answers)
     print(f"503 after {seconds[0]:.2f} .. {seconds[-1]:.2f} s (median {seconds[10]:.2f})")
-    _wait_until_back(runs, thread_id)
+    wait_until_back(runs, thread_id, timeout=15.0)
     assert text_of(runs.run(thread_id, "again", previousRunId=run_id))
 
 
@@ -119,7 +100,7 @@ def test_a_run_whose_store_fails_tells_its_client_at_once_and_is_stored_as_faile
     # No keep-alive (one every 3 s) between the last delta and the RUN_ERROR: nothing waited for the pool.
     assert not [i for i in comments if i > last_delta], frames[last_delta:]
 
-    thread = _wait_until_back(runs, thread_id)
+    thread = wait_until_back(runs, thread_id, timeout=15.0)
     assert thread["lastRunError"]["code"] == "SERVICE_UNAVAILABLE" and "currentRunId" not in thread
     (answer,) = [m for m in thread["messages"] if m["role"] == "assistant"]
     seen = "".join(json.loads(f.split(b"data: ", 1)[1])["delta"]

@@ -16,28 +16,13 @@ import requests
 
 from tests.support.live import LiveServer
 from tests.support.mcp_fixtures import SERVER_SCRIPT
+from tests.support.processes import children_running
 from tests.support.run_requests import run, tool_results
 from tests.support.sse import iter_events
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 STREAMS = 20
-
-
-def children_running(parent: int, script: Path) -> list[int]:
-    """Live processes whose parent is `parent` and whose command line names `script`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if stat[0] != "Z" and int(stat[1]) == parent and str(script).encode() in cmdline:
-            found.append(int(entry.name))
-    return found
 
 
 def alive(pid: int) -> bool:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from pathlib import Path
 
 from tests.support.mcp_fixtures import SERVER_SCRIPT, mcp_http_url, stdio_command  # noqa: F401 - fixture
+from tests.support.processes import children_running
 from tools.mcp_client import McpServerConfig
 from tools.mcp_sessions import McpSessions
 
@@ -19,18 +19,7 @@ def stdio_config() -> McpServerConfig:
 
 def server_processes() -> list[int]:
     """Live processes running the test server under this test process."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if stat[0] != "Z" and str(SERVER_SCRIPT).encode() in cmdline and int(stat[1]) == os.getpid():
-            found.append(int(entry.name))
-    return found
+    return children_running(os.getpid(), SERVER_SCRIPT)
 
 
 def text(result) -> str:
