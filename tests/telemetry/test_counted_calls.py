@@ -169,3 +169,25 @@ def test_a_thread_name_and_suggestions_each_leave_one_usage_row_with_the_vendors
     for type_, spent in (("input", 37 + 51), ("output", 5 + 19)):
         assert sample(after, "tambo_tokens_total", type=type_, **labels) == \
             sample(before, "tambo_tokens_total", type=type_, **labels) + spent
+
+
+def test_a_chat_completion_that_falls_back_is_counted_and_recorded_under_the_model_that_answered(
+        server, api_key, project, first, second):
+    from telemetry.models import Usage
+
+    models(project, first.fake, second.fake)
+    first.script(HTTPError(503))
+    second.script(Text("From the second.", usage=USAGE))
+    before = scrape(server)
+    response = requests.post(server.url + "/api/chat/completions", timeout=60,
+                             headers={"Authorization": f"Bearer {api_key}"},
+                             json={"model": "m-1", "messages": [{"role": "user", "content": "hi"}]})
+    after = scrape(server)
+
+    assert response.status_code == 200, response.text
+    assert response.json()["choices"][0]["message"]["content"] == "From the second."
+    labels = {"project": "test-project", "from": "openai:m-1", "to": "openai:m-2"}
+    assert sample(after, "tambo_model_fallbacks_total", **labels) == \
+        sample(before, "tambo_model_fallbacks_total", **labels) + 1
+    [row] = Usage.objects.filter(project=project, kind="gateway")
+    assert (row.model, row.provider, row.input_tokens, row.output_tokens) == ("m-2", "openai", 37, 5)
