@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from core.ids import new_id
-from providers.base import Delta, StepEnd, TextDelta, ToolCallDelta
+from providers.base import Delta, ReasoningBlock, ReasoningDelta, StepEnd, TextDelta, ToolCallDelta
 
 ZERO_USAGE = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
 DONE = b"data: [DONE]\n\n"
@@ -48,6 +48,12 @@ class ChunkEncoder:
             return [self._choice({"content": delta.text})]
         if isinstance(delta, ToolCallDelta):
             return self._tool_call(delta)
+        if isinstance(delta, ReasoningDelta):
+            # As OpenAI-compatible reasoning endpoints stream it (DeepSeek, vLLM): clients that do not
+            # know the field skip it.
+            return [self._choice({"reasoning_content": delta.text})] if delta.text else []
+        if isinstance(delta, ReasoningBlock):
+            return []  # a signed block only Anthropic reads back; the gateway's caller keeps the history
         raise TypeError(f"unexpected delta {delta!r}")
 
     def _tool_call(self, delta: ToolCallDelta) -> list[dict[str, Any]]:

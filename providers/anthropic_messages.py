@@ -7,6 +7,9 @@ Pure (no I/O), so every rule is easy to test alone:
   (the Messages API wants user and assistant to alternate);
 - image parts become `image` blocks (base64 from a data URL, else a URL source), file parts
   `document` blocks; an assistant's tool calls `tool_use` blocks with their parsed input;
+- an assistant turn's `thinking_blocks` (Anthropic's signed thinking and redacted thinking, stored
+  with the message) open its content unmodified: with thinking on, the API refuses a tool result
+  whose calling turn does not start with them;
 - tools map to `input_schema`, tool_choice to auto/any/none/tool; `max_tokens` is required by the
   API, so a request without one asks for DEFAULT_MAX_TOKENS.
 """
@@ -94,7 +97,8 @@ def _conversation(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, A
 
 
 def _assistant_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
-    blocks = _blocks(message.get("content"))
+    blocks = [block for block in map(_thinking, message.get("thinking_blocks") or ()) if block]
+    blocks += _blocks(message.get("content"))
     for call in message.get("tool_calls") or ():
         function = call.get("function") or {}
         try:
@@ -104,6 +108,18 @@ def _assistant_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
         blocks.append({"type": "tool_use", "id": call.get("id") or "", "name": function.get("name") or "",
                        "input": arguments if isinstance(arguments, dict) else {}})
     return blocks
+
+
+def _thinking(block: Any) -> dict[str, Any] | None:
+    """A stored thinking block with only the fields the API takes, values untouched (the signature
+    covers them byte for byte)."""
+    if not isinstance(block, dict):
+        return None
+    if block.get("type") == "thinking" and isinstance(block.get("signature"), str):
+        return {"type": "thinking", "thinking": block.get("thinking") or "", "signature": block["signature"]}
+    if block.get("type") == "redacted_thinking" and isinstance(block.get("data"), str):
+        return {"type": "redacted_thinking", "data": block["data"]}
+    return None
 
 
 def _plain(content: Any) -> str:

@@ -16,8 +16,8 @@ import orjson
 
 from clientsdk.retry_after import retry_after_seconds
 from providers.anthropic_messages import messages_params
-from providers.base import (Completion, Delta, ModelError, ModelRequest, ReasoningDelta, StepEnd, TextDelta,
-                            ToolCallDelta)
+from providers.base import (Completion, Delta, ModelError, ModelRequest, ReasoningBlock, ReasoningDelta, StepEnd,
+                            TextDelta, ToolCallDelta)
 from providers.openai_provider import (_TIMEOUTS, _TRANSPORT_ERRORS, MSG_BAD_CREDENTIALS, MSG_CONNECTION_LOST,
                                        MSG_INCOMPLETE, MSG_RATE_LIMITED, MSG_REJECTED, MSG_SERVER_ERROR,
                                        MSG_STREAM_ERROR, MSG_TIMEOUT, MSG_UNREACHABLE, MSG_UNREADABLE,
@@ -106,8 +106,9 @@ class _EventFold:
     """Turns Messages stream events (decoded JSON) into deltas, remembering what the step's end needs.
 
     Content blocks are numbered by the stream; tool-use blocks become tool calls numbered from 0 in
-    their order, thinking blocks reasoning blocks numbered the same way. Redacted thinking carries no
-    text and is skipped."""
+    their order, thinking blocks reasoning blocks numbered the same way. Each thinking block is also
+    given whole, with its signature, once it stops, and each redacted thinking block (no text to show)
+    as it came: ReasoningBlock, what a tool loop's next request must send back."""
 
     def __init__(self) -> None:
         self.stop_reason: str | None = None
@@ -117,6 +118,9 @@ class _EventFold:
         self._kinds: dict[int, tuple[str, int]] = {}  # stream block index -> (kind, tool call/reasoning no.)
         self._calls = 0
         self._thoughts = 0
+        # A thinking block's text fragments and signature, by stream index, until its block stops.
+        self._thinking: dict[int, list[str]] = {}
+        self._signatures: dict[int, str] = {}
 
     def feed(self, event: dict[str, Any]) -> list[Delta]:
         kind = event.get("type")
@@ -129,6 +133,8 @@ class _EventFold:
             return self._start(_int(event.get("index")), event.get("content_block") or {})
         elif kind == "content_block_delta":
             return self._delta(_int(event.get("index")), event.get("delta") or {})
+        elif kind == "content_block_stop":
+            return self._stop(_int(event.get("index")))
         elif kind == "message_delta":
             self.stop_reason = (event.get("delta") or {}).get("stop_reason") or self.stop_reason
             usage = event.get("usage") or {}
@@ -151,7 +157,12 @@ class _EventFold:
             self._thoughts += 1
             self._kinds[index] = ("thinking", number)
             text = block.get("thinking") or ""
+            self._thinking[index] = [text] if text else []
+            if block.get("signature"):
+                self._signatures[index] = block["signature"]
             return [ReasoningDelta(text, block=number)] if text else []
+        if block_type == "redacted_thinking":
+            return [ReasoningBlock({"type": "redacted_thinking", "data": block.get("data") or ""})]
         if block_type == "text":
             self._kinds[index] = ("text", 0)
             text = block.get("text") or ""
@@ -165,9 +176,19 @@ class _EventFold:
             return [TextDelta(delta["text"])]
         if delta_type == "input_json_delta" and kind == "tool_use" and delta.get("partial_json"):
             return [ToolCallDelta(index=number, id=None, name=None, arguments=delta["partial_json"])]
-        if delta_type == "thinking_delta" and delta.get("thinking"):
+        if delta_type == "thinking_delta" and delta.get("thinking") and kind == "thinking":
+            self._thinking[index].append(delta["thinking"])
             return [ReasoningDelta(delta["thinking"], block=number)]
-        return []  # signature_delta, citations and kinds not known yet
+        if delta_type == "signature_delta" and kind == "thinking":
+            self._signatures[index] = self._signatures.get(index, "") + (delta.get("signature") or "")
+        return []  # citations and kinds not known yet
+
+    def _stop(self, index: int) -> list[Delta]:
+        if index not in self._thinking:
+            return []
+        text = "".join(self._thinking.pop(index))
+        # The block exactly as it streamed: Anthropic checks the signature against this text.
+        return [ReasoningBlock({"type": "thinking", "thinking": text, "signature": self._signatures.pop(index, "")})]
 
     def end(self) -> StepEnd:
         if not self.stopped or self.stop_reason is None:

@@ -13,7 +13,9 @@ The input messages (`ModelRequest.messages`):
   `{"type": "file", "file": {"file_data": "data:<mime>;base64,<data>", "filename": str}}`
   (a PDF or another document), so images and files reach every provider in one form;
 - `{"role": "assistant", "content": str | None, "tool_calls": [{"id", "type": "function",
-  "function": {"name", "arguments": str}}]}`;
+  "function": {"name", "arguments": str}}]}`, and on a turn with tool calls `"thinking_blocks":
+  [ReasoningBlock.block, …]` when its provider gave any (only the `anthropic` provider sends them;
+  the others leave the key out of the request);
 - `{"role": "tool", "tool_call_id": str, "content": str | list[part]}`.
 
 What a call goes to (`ModelTarget`: provider, model, base URL, key, parameters) is the run's project's
@@ -151,7 +153,17 @@ class ReasoningDelta:
     block: int = 0
 
 
-Delta = Union[TextDelta, ReasoningDelta, ToolCallDelta, StepEnd]
+@dataclass(frozen=True)
+class ReasoningBlock:
+    """A whole reasoning block as its provider wants it back: Anthropic's `{"type": "thinking",
+    "thinking", "signature"}` or `{"type": "redacted_thinking", "data"}`. With thinking on, Anthropic
+    refuses a tool loop's next request unless the turn that called the tools starts with these blocks,
+    unmodified. Opaque to everyone else: stored with the message and never shown (docs/models.md)."""
+
+    block: dict[str, Any]
+
+
+Delta = Union[TextDelta, ReasoningDelta, ReasoningBlock, ToolCallDelta, StepEnd]
 
 
 class ModelError(Exception):

@@ -170,7 +170,7 @@ def request_params(request: ModelRequest, *, default_model: str) -> dict[str, An
     """The keyword arguments of `chat.completions.create` for one streamed step."""
     params: dict[str, Any] = {
         "model": request.model or default_model,
-        "messages": request.messages,
+        "messages": _without_thinking_blocks(request.messages),
         "stream": True,
         "stream_options": {"include_usage": True},
     }
@@ -188,6 +188,15 @@ def request_params(request: ModelRequest, *, default_model: str) -> dict[str, An
         if request.tool_choice is not None:
             params["tool_choice"] = openai_tool_choice(request.tool_choice)
     return params
+
+
+def _without_thinking_blocks(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages without Anthropic's stored thinking blocks (providers/base.py): another vendor
+    could not read them, and some refuse unknown fields. Copies only the turns that carry them."""
+    if not any("thinking_blocks" in message for message in messages):
+        return messages
+    return [{k: v for k, v in message.items() if k != "thinking_blocks"} if "thinking_blocks" in message else message
+            for message in messages]
 
 
 def openai_tool(tool: ModelTool) -> dict[str, Any]:

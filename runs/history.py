@@ -99,6 +99,10 @@ def _assistant(message: Message, answered: set[str]) -> list[dict[str, Any]]:
     entry: dict[str, Any] = {"role": "assistant", "content": text or None}
     if calls:
         entry["tool_calls"] = calls
+        # Only a turn that called tools needs its signed thinking back (Anthropic strips it from
+        # other past turns anyway), so a text answer's reasoning costs nothing on later calls.
+        if message.reasoning_blocks:
+            entry["thinking_blocks"] = message.reasoning_blocks
     return [entry, *synthetic]
 
 

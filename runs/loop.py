@@ -97,7 +97,7 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
                 yield event
             await db_call(services.step_persist, thread=thread, run=run, message_id=step.message_id,
                           content=step.content(), cancelled=False, reasoning=step.reasoning.texts(),
-                          reasoning_duration_ms=step.reasoning.duration_ms)
+                          reasoning_duration_ms=step.reasoning.duration_ms, reasoning_blocks=step.reasoning_blocks)
             persisted, step = step, None
             control.step = None  # stored: nothing left to checkpoint or to store after a crash
             messages.append(persisted.model_message())

@@ -184,14 +184,15 @@ def _turn(body: wire.CreateRunBody, results: dict[str, wire.InToolResultBlock]) 
 
 def step_persist(*, thread: Thread, run: Run, message_id: str, content: list[dict], cancelled: bool,
                  tool_messages: list[tuple[str, dict]] = (), reasoning: list[str] | None = None,
-                 reasoning_duration_ms: int | None = None) -> None:
+                 reasoning_duration_ms: int | None = None, reasoning_blocks: list[dict] | None = None) -> None:
     """Stores one model step: the assistant message (once, when it ended, with the reasoning before
-    it) and its tool results."""
+    it and the provider's signed reasoning blocks) and its tool results."""
     with transaction.atomic():
         if content or cancelled or reasoning:
             thread_services.message_create(thread=thread, role=Message.Role.ASSISTANT, content=content,
                                            run_id=run.id, is_cancelled=cancelled, message_id=message_id,
-                                           reasoning=reasoning, reasoning_duration_ms=reasoning_duration_ms)
+                                           reasoning=reasoning, reasoning_duration_ms=reasoning_duration_ms,
+                                           reasoning_blocks=reasoning_blocks or None)
         for tool_call_id, block in tool_messages:
             thread_services.message_create(thread=thread, role=Message.Role.TOOL, content=[block], run_id=run.id,
                                            tool_call_id=tool_call_id, parent_message_id=message_id)

@@ -13,7 +13,7 @@ from ag_ui.core import (BaseEvent, CustomEvent, TextMessageEndEvent, TextMessage
 
 from clientsdk import wire
 from core.ids import new_id
-from providers.base import ReasoningDelta, TextDelta, ToolCallDelta
+from providers.base import ReasoningBlock, ReasoningDelta, TextDelta, ToolCallDelta
 from runs.reasoning import Reasoning
 from runs.stream.sse import text_content
 from runs.toolbox import Toolbox
@@ -66,6 +66,9 @@ class Step:
     # Text accumulates as parts joined once when read: `+=` on a long answer would copy it per delta.
     _text_parts: list[str] = field(default_factory=list)
     reasoning: Reasoning = field(default_factory=Reasoning)
+    # The provider's whole reasoning blocks (Anthropic's signed thinking), in order: stored with the
+    # message and sent back with its tool calls, never shown.
+    reasoning_blocks: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def text(self) -> str:
@@ -73,7 +76,10 @@ class Step:
             self._text_parts[:] = ["".join(self._text_parts)]
         return self._text_parts[0] if self._text_parts else ""
 
-    def on_delta(self, delta: TextDelta | ReasoningDelta | ToolCallDelta) -> Iterator[BaseEvent]:
+    def on_delta(self, delta: TextDelta | ReasoningDelta | ReasoningBlock | ToolCallDelta) -> Iterator[BaseEvent]:
+        if isinstance(delta, ReasoningBlock):
+            self.reasoning_blocks.append(delta.block)
+            return
         if isinstance(delta, ReasoningDelta):
             yield from self.reasoning.feed(delta.text, delta.block)
             return
@@ -168,4 +174,6 @@ class Step:
                     "arguments": json.dumps(c.final_props) if c.props is not None else (c.arguments or "{}")}}
                 for c in self.calls.values()
             ]
+            if self.reasoning_blocks:
+                entry["thinking_blocks"] = list(self.reasoning_blocks)
         return entry

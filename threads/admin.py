@@ -92,7 +92,8 @@ class MessageAdmin(ReadOnly, admin.ModelAdmin):
     readonly_fields = ("id", "thread", "run_id", "role", "readable_content", "readable_component_state",
                        "tool_call_id", "external_id", "parent_message", "is_cancelled", "metadata",
                        "additional_context", "created_at")
-    exclude = ("content", "component_state")
+    # reasoning_blocks: the provider's signed thinking, opaque and kept only to be sent back to it.
+    exclude = ("content", "component_state", "reasoning_blocks")
     inlines = [SuggestionInline]
 
     @admin.display(description="text")

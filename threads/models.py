@@ -108,9 +108,13 @@ class Message(models.Model):
     external_id = models.CharField(max_length=200, null=True, blank=True)
     created_at = models.DateTimeField(default=now_unique)
     # The model's reasoning before this assistant message (one string per block) and how long it
-    # took; shown to the user, never sent back to the model (runs/reasoning.py).
+    # took; shown to the user, never sent back to the model as text (runs/reasoning.py).
     reasoning = models.JSONField(null=True, blank=True)
     reasoning_duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    # The provider's own reasoning blocks (Anthropic's thinking with its signature, redacted thinking),
+    # exactly as they streamed: with thinking on, Anthropic wants them back before the turn's tool
+    # calls (runs/history.py). Never shown to anyone.
+    reasoning_blocks = models.JSONField(null=True, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["thread", "created_at", "id"], name="message_list_idx")]

@@ -104,6 +104,7 @@ def message_create(
     external_id: str | None = None,
     reasoning: list[str] | None = None,
     reasoning_duration_ms: int | None = None,
+    reasoning_blocks: list[dict] | None = None,
 ) -> Message:
     kwargs = {"id": message_id} if message_id else {}
     # Written once, not compiled per message (core/statements.py): the run path stores several per run.
@@ -111,7 +112,7 @@ def message_create(
         thread=thread, role=role, content=content, run_id=run_id, tool_call_id=tool_call_id,
         parent_message_id=parent_message_id, metadata=metadata, additional_context=additional_context,
         is_cancelled=is_cancelled, external_id=external_id, reasoning=reasoning,
-        reasoning_duration_ms=reasoning_duration_ms, **kwargs,
+        reasoning_duration_ms=reasoning_duration_ms, reasoning_blocks=reasoning_blocks, **kwargs,
     ))
 
 

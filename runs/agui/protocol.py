@@ -9,14 +9,17 @@ from __future__ import annotations
 
 from typing import Any, AsyncIterator
 
-from ag_ui.core import (AssistantMessage, BaseEvent, CustomEvent, DeveloperMessage, RunAgentInput,
-                        RunErrorEvent, RunFinishedEvent, RunStartedEvent, StateSnapshotEvent, SystemMessage,
-                        TextPart, ToolCallResultEvent, ToolMessage, UserMessage)
+from ag_ui.core import (AssistantMessage, BaseEvent, CustomEvent, DeveloperMessage, ReasoningEndEvent,
+                        ReasoningMessageContentEvent, ReasoningMessageEndEvent, ReasoningMessageStartEvent,
+                        ReasoningStartEvent, RunAgentInput, RunErrorEvent, RunFinishedEvent, RunStartedEvent,
+                        StateSnapshotEvent, SystemMessage, TextPart, ToolCallResultEvent, ToolMessage, UserMessage)
 from pydantic import ValidationError
 
 from clientsdk import wire
+from core.ids import new_id
 from core.problems import Problem, validation_error
-from runs.reasoning import THINKING_EVENTS
+from runs.reasoning import (THINKING_EVENTS, ThinkingEndEvent, ThinkingStartEvent, ThinkingTextMessageContentEvent,
+                            ThinkingTextMessageStartEvent)
 from runs.turns import NewMessage, Turn
 
 MAX_ID_LENGTH = 200
@@ -150,6 +153,7 @@ def result_message_id(tool_call_id: str) -> str:
 async def agui_events(events: AsyncIterator[BaseEvent], *, thread_id: str, run_id: str,
                       state: Any) -> AsyncIterator[BaseEvent]:
     """The advance loop's events as a generic AG-UI client expects them."""
+    reasoning = _ReasoningIds()
     async for event in events:
         if isinstance(event, RunStartedEvent):
             yield RunStartedEvent(thread_id=thread_id, run_id=run_id)
@@ -166,8 +170,29 @@ async def agui_events(events: AsyncIterator[BaseEvent], *, thread_id: str, run_i
         elif isinstance(event, ToolCallResultEvent):
             yield event.model_copy(update={"message_id": result_message_id(event.tool_call_id)})
         elif isinstance(event, THINKING_EVENTS):
-            # @tambo-ai/client's THINKING_* names are not AG-UI 1.0's (REASONING_*, with message
-            # ids): a generic client would refuse them, so this route leaves reasoning out.
-            continue
+            # @tambo-ai/client reads THINKING_*; AG-UI 1.0 names them REASONING_*, with ids.
+            yield reasoning.event(event)
         else:
             yield event
+
+
+class _ReasoningIds:
+    """THINKING_* → AG-UI 1.0's REASONING_*: one span per THINKING_START…THINKING_END, one reasoning
+    message per block, each with an id of its own (the client files the blocks as `reasoning` messages)."""
+
+    def __init__(self) -> None:
+        self.span = ""
+        self.message = ""
+
+    def event(self, event: BaseEvent) -> BaseEvent:
+        if isinstance(event, ThinkingStartEvent):
+            self.span = new_id("rsn")
+            return ReasoningStartEvent(message_id=self.span)
+        if isinstance(event, ThinkingEndEvent):
+            return ReasoningEndEvent(message_id=self.span)
+        if isinstance(event, ThinkingTextMessageStartEvent):
+            self.message = new_id("rsnmsg")
+            return ReasoningMessageStartEvent(message_id=self.message, role="reasoning")
+        if isinstance(event, ThinkingTextMessageContentEvent):
+            return ReasoningMessageContentEvent(message_id=self.message, delta=event.delta)
+        return ReasoningMessageEndEvent(message_id=self.message)

@@ -27,9 +27,11 @@ from projects.config import ProjectSettings, project_settings_save
 
 from tests.browser.conftest import SCREENSHOTS
 from tests.conftest import Api, require_part
+from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.fake_openai import FakeOpenAI, Text
 from tests.support.images import png
 from tests.support.live import openai_live_server
+from tests.support.rule_replies import anthropic_reply
 from tests.support.static_http import StaticServer
 from tests.support.user_tokens import JwksServer, access_token, rsa_key, sign_rs256
 
@@ -68,6 +70,19 @@ def token_project(project):
         jwks.keys["react-test-key"] = key
         call_command("configure_user_tokens", project=project.name, jwks_url=jwks.url, stdout=io.StringIO())
         yield key
+
+
+@pytest.fixture
+def anthropic_project(project, tmp_path):
+    """The project's model is the Anthropic fake (set with the project file, as an operator would),
+    answering by the offline model's rules so the app's conversation stays the same; yields the fake."""
+    with FakeAnthropic() as fake:
+        fake.responder = anthropic_reply
+        path = tmp_path / "projects.yaml"
+        path.write_text(f"projects:\n  - name: {json.dumps(project.name)}\n"
+                        f"    models: [{{provider: anthropic, model: claude-fake, baseUrl: '{fake.base_url}'}}]\n")
+        call_command("apply_projects", str(path), stdout=io.StringIO())
+        yield fake
 
 
 # --- What the page did --------------------------------------------------------------------------------
@@ -339,6 +354,26 @@ def test_a_react_app_with_a_user_key_chats_runs_tools_renders_components_and_reo
     run_everything(page, recorder, api)
 
     assert all("userKey=react-alice" in r["url"] for r in recorder.requests if r["url"].startswith("/v1/"))
+
+
+def test_a_react_app_on_a_project_whose_model_is_anthropic_does_the_same(
+        react_page, app_origin, live_server_url, api_key, anthropic_project):
+    page, recorder = react_page
+    api = Api(live_server_url, api_key, user_key="react-bob")
+    open_app(page, app_origin, live_server_url, api_key, userKey="react-bob")
+
+    run_everything(page, recorder, api)
+
+    bodies = [r.body for r in anthropic_project.requests]
+    assert {r.path for r in anthropic_project.requests} == {"/v1/messages"}
+    streamed = [b for b in bodies if b.get("stream")]
+    blocks = [block for b in streamed for m in b["messages"] if isinstance(m["content"], list) for block in m["content"]]
+    # The client tool's and the component's calls went as Messages tool_use, their results as tool_result.
+    uses = {block["name"] for block in blocks if block["type"] == "tool_use"}
+    assert {"lookup_population", "show_component_WeatherCard"} <= uses
+    assert any(block["type"] == "tool_result" for block in blocks)
+    # The thread's name and the suggestions came from the same project model, not streamed.
+    assert sum(1 for b in bodies if not b.get("stream")) >= 2
 
 
 def test_a_react_app_with_a_user_token_does_the_same_as_its_token_user_in_a_token_required_project(

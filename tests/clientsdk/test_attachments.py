@@ -3,8 +3,6 @@ as resource parts, against the live server (the offline model says what it recei
 from __future__ import annotations
 
 import base64
-import sys
-from pathlib import Path
 
 import pexpect
 import pytest
@@ -12,9 +10,9 @@ import pytest
 from clientsdk import Client
 from clientsdk.attachments import attachment_part
 from clientsdk.errors import BadRequestError
+from tests.support.cli import spawn_chat
 from tests.support.images import pdf, png
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
@@ -58,9 +56,7 @@ def test_the_server_refuses_bytes_that_are_not_their_type(client):
 def test_the_cli_attaches_a_file_to_the_first_message(live_server_url, api_key, tmp_path):
     picture = tmp_path / "screen.png"
     picture.write_bytes(png(16, 16))
-    child = pexpect.spawn(sys.executable, ["-m", "clientsdk", "chat", "--base-url", live_server_url,
-                                           "--api-key", api_key, "--user-key", "cli-user", "--attach", str(picture)],
-                          cwd=str(ROOT), encoding="utf-8", timeout=30)
+    child = spawn_chat(live_server_url, api_key, "cli-user", "--attach", str(picture))
     try:
         child.expect_exact("you> ")
         child.sendline("what is on my screen?")

@@ -1,27 +1,14 @@
 """`python -m clientsdk chat`, driven in a pseudo-terminal against the live server."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pexpect
 import pytest
 
 from clientsdk import Client
 from clientsdk.cli import local_time, roll_dice
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.cli import spawn_chat
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def spawn_chat(base_url: str, api_key: str, user_key: str) -> pexpect.spawn:
-    """`python -m clientsdk chat` against `base_url`, in a pseudo-terminal."""
-    return pexpect.spawn(
-        sys.executable, ["-m", "clientsdk", "chat", "--base-url", base_url, "--api-key", api_key,
-                         "--user-key", user_key],
-        cwd=str(ROOT), encoding="utf-8", timeout=30,
-    )
 
 
 def test_roll_dice_and_local_time_are_real_tools():
@@ -92,10 +79,7 @@ def test_thread_id_resumes_a_conversation(live_server_url, api_key):
     with Client(live_server_url, api_key, "cli-user") as client:
         first = client.run("remember the word mango").result()
         thread_id = first.thread_id
-    child = pexpect.spawn(
-        sys.executable, ["-m", "clientsdk", "chat", "--base-url", live_server_url, "--api-key", api_key,
-                         "--user-key", "cli-user", "--thread-id", thread_id],
-        cwd=str(ROOT), encoding="utf-8", timeout=30)
+    child = spawn_chat(live_server_url, api_key, "cli-user", "--thread-id", thread_id)
     try:
         child.expect_exact(f"[thread] {thread_id} (resumed)")
         child.expect_exact("you> ")

@@ -54,3 +54,22 @@ def test_a_server_with_a_real_default_model_lists_it_first(settings):
     assert [m["id"] for m in model_list()["data"]] == ["gpt-4o-mini", "offline"]
     settings.MODEL_PROVIDER = "offline"
     assert default_alias() == "offline" and list(allowed_models()) == ["offline"]
+
+
+@pytest.mark.parametrize("vendor_name", ["oai", "ant"])
+def test_a_reasoning_model_answers_through_the_gateway_with_its_reasoning_as_reasoning_content(
+        tmp_path, models_url, vendor_name, request):
+    # The gateway's chunk encoder refused reasoning deltas (TypeError mid-stream) before.
+    vendor = request.getfixturevalue(vendor_name)
+    spec = openai_model(vendor.fake) if vendor_name == "oai" else anthropic_model(vendor.fake)
+    apply_file(tmp_path, f"projects:\n  - name: gw-thinker\n    models: [{spec}]\n")
+    client = client_for(models_url, "gw-thinker")
+    model = "gpt-fake" if vendor_name == "oai" else "claude-fake"
+    vendor.script(Text(["Blue ", "light."], reasoning=["Think ", "first."]), Text("Blue light.", reasoning=["Hm."]))
+    chunks = list(client.chat.completions.create(model=model, stream=True,
+                                                 messages=[{"role": "user", "content": "sky?"}]))
+    deltas = [c.choices[0].delta for c in chunks if c.choices]
+    assert "".join(d.content or "" for d in deltas) == "Blue light."
+    assert "".join((d.model_extra or {}).get("reasoning_content") or "" for d in deltas) == "Think first."
+    whole = client.chat.completions.create(model=model, messages=[{"role": "user", "content": "sky?"}])
+    assert whole.choices[0].message.content == "Blue light."

@@ -1,11 +1,13 @@
 """Reasoning from both providers streams as the THINKING_* events @tambo-ai/client reads, is stored on
-the message (`reasoning`, `reasoningDurationMS`), returned with it, and never sent back to the model."""
+the message (`reasoning`, `reasoningDurationMS`), returned with it, and never sent back to the model
+as text; Anthropic's signed thinking goes back, unmodified, with the turn's tool calls."""
 from __future__ import annotations
 
 import pytest
 
 from tests.models.conftest import anthropic_model, apply_file, openai_model, project_runs
-from tests.runs.conftest import text_of
+from tests.runs.conftest import WEATHER_TOOL, event_of, text_of, tool_result
+from tests.support.fake_anthropic import signature_of
 from tests.support.fake_openai import Text, ToolCall, ToolCalls
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -44,3 +46,68 @@ def test_reasoning_before_a_tool_call_closes_before_the_call(tmp_path, models_ur
     _, events = project_runs(models_url, "thinker-tools").run_new("weather?", tools=[tool])
     kinds = [e["type"] for e in events]
     assert kinds.index("THINKING_END") < kinds.index("TOOL_CALL_START")
+
+
+THINKING_ON = "parameters: {thinking: {type: enabled, budget_tokens: 1024}}"
+
+
+def test_a_client_tool_round_trip_with_thinking_on_sends_the_signed_thinking_back(tmp_path, models_url, ant):
+    apply_file(tmp_path, f"projects:\n  - name: thinker-loop\n    models: [{anthropic_model(ant.fake)}]\n"
+                         f"    {THINKING_ON}\n")
+    ant.script(ToolCalls([ToolCall("get_weather", ['{"city": ', '"Oslo"}'], id="toolu_w")], text="Checking.",
+                         reasoning=["The user wants ", "weather; ", "call the tool."], redacted="EmwKAhgB-opaque"),
+               Text("Sunny in Oslo."))
+    runs = project_runs(models_url, "thinker-loop")
+    thread_id, events = runs.run_new("weather in Oslo?", tools=[WEATHER_TOOL])
+    event_of(events, "CUSTOM", "tambo.run.awaiting_input")
+    answer = runs.run(thread_id, {"role": "user", "content": [tool_result("toolu_w", "sunny")]},
+                      previousRunId=events[0]["runId"], tools=[WEATHER_TOOL])
+    assert answer[-1]["type"] == "RUN_FINISHED", answer[-1]
+    assert text_of(answer) == "Sunny in Oslo."
+    first, second = ant.requests[-2:]
+    assert first.body["thinking"] == {"type": "enabled", "budget_tokens": 1024}
+    calling = [m for m in second.body["messages"] if m["role"] == "assistant"][-1]
+    thought = "The user wants weather; call the tool."
+    assert calling["content"] == [
+        {"type": "thinking", "thinking": thought, "signature": signature_of(thought)},
+        {"type": "redacted_thinking", "data": "EmwKAhgB-opaque"},
+        {"type": "text", "text": "Checking."},
+        {"type": "tool_use", "id": "toolu_w", "name": "get_weather", "input": {"city": "Oslo"}},
+    ]
+    # What the client sees stays the text of the reasoning; the signature is never shown.
+    stored = runs.thread(thread_id)["messages"]
+    assert [m.get("reasoning") for m in stored if m["role"] == "assistant"][0] == [thought]
+    assert signature_of(thought) not in str(stored)
+
+
+def test_a_server_side_step_after_thinking_sends_it_back_within_the_run(tmp_path, models_url, ant):
+    # A component call is answered by the server: the loop's next request is made in the same run.
+    apply_file(tmp_path, f"projects:\n  - name: thinker-inline\n    models: [{anthropic_model(ant.fake)}]\n"
+                         f"    {THINKING_ON}\n")
+    card = {"name": "Card", "description": "A card.",
+            "propsSchema": {"type": "object", "properties": {"title": {"type": "string"}}}}
+    ant.script(ToolCalls([ToolCall("show_component_Card", ['{"title": "Hi"}'], id="toolu_c")],
+                         reasoning=["Show a card."]),
+               Text("Here it is."))
+    _, events = project_runs(models_url, "thinker-inline").run_new("a card", availableComponents=[card])
+    assert events[-1]["type"] == "RUN_FINISHED", events[-1]
+    calling = [m for m in ant.requests[-1].body["messages"] if m["role"] == "assistant"][-1]
+    assert calling["content"][0] == {"type": "thinking", "thinking": "Show a card.",
+                                     "signature": signature_of("Show a card.")}
+
+
+def test_an_openai_compatible_vendor_never_receives_anthropic_thinking_blocks(tmp_path, models_url, ant, oai):
+    # The same thread moves from an Anthropic project model to an OpenAI-compatible one.
+    apply_file(tmp_path, f"projects:\n  - name: thinker-moves\n    models: [{anthropic_model(ant.fake)}]\n"
+                         f"    {THINKING_ON}\n")
+    ant.script(ToolCalls([ToolCall("get_weather", ['{"city": "Oslo"}'], id="toolu_m")], reasoning=["Tool."]))
+    runs = project_runs(models_url, "thinker-moves")
+    thread_id, events = runs.run_new("weather?", tools=[WEATHER_TOOL])
+    apply_file(tmp_path, f"projects:\n  - name: thinker-moves\n    models: [{openai_model(oai.fake)}]\n"
+                         "    parameters: {}\n")
+    oai.script(Text("Sunny."))
+    answer = runs.run(thread_id, {"role": "user", "content": [tool_result("toolu_m", "sunny")]},
+                      previousRunId=events[0]["runId"], tools=[WEATHER_TOOL])
+    assert answer[-1]["type"] == "RUN_FINISHED", answer[-1]
+    sent = oai.requests[-1].body["messages"]
+    assert any(m.get("tool_calls") for m in sent) and not any("thinking_blocks" in m for m in sent)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import anthropic
 import pytest
 
-from tests.support.fake_anthropic import FakeAnthropic
+from tests.support.fake_anthropic import FakeAnthropic, signature_of
 from tests.support.fake_openai import HTTPError, Text, ToolCall, ToolCalls
 
 
@@ -28,7 +28,7 @@ def test_the_sdk_accumulates_a_streamed_answer_with_thinking_text_and_a_tool_cal
         message = stream.get_final_message()
     assert kinds[0] == "message_start" and "message_stop" in kinds
     thinking, text, tool = message.content
-    assert thinking.type == "thinking" and thinking.thinking == "Hmm, weather." and thinking.signature == "sig-fake"
+    assert thinking.type == "thinking" and thinking.thinking == "Hmm, weather." and thinking.signature == signature_of("Hmm, weather.")
     assert text.type == "text" and text.text == "Let me check."
     assert tool.type == "tool_use" and tool.id == "toolu_1" and tool.name == "get_weather"
     assert tool.input == {"city": "Paris"}
@@ -57,3 +57,31 @@ def test_the_sdk_raises_its_own_error_classes_with_retry_after(fake_anthropic):
     with pytest.raises(anthropic.APIStatusError) as overloaded:
         sdk.messages.create(**ask)
     assert overloaded.value.status_code == 529
+
+
+def test_a_tool_loop_with_thinking_on_must_send_back_the_signed_thinking(fake_anthropic):
+    fake_anthropic.script(ToolCalls([ToolCall("get_weather", ['{"city": "Oslo"}'], id="toolu_1")],
+                                    reasoning=["Weather ", "tool."], redacted="opaque-1"),
+                          Text("Sunny."), Text("Sunny."))
+    sdk = client(fake_anthropic)
+    ask = dict(model="claude-test", max_tokens=2048, thinking={"type": "enabled", "budget_tokens": 1024},
+               tools=[{"name": "get_weather", "input_schema": {"type": "object"}}])
+    first = sdk.messages.create(messages=[{"role": "user", "content": "weather?"}], **ask)
+    thinking, redacted, tool_use = first.content
+    assert (thinking.type, redacted.type, redacted.data) == ("thinking", "redacted_thinking", "opaque-1")
+    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "sun"}]}
+    without = {"role": "assistant", "content": [tool_use.model_dump(exclude_none=True)]}
+    with pytest.raises(anthropic.BadRequestError) as refused:
+        sdk.messages.create(messages=[{"role": "user", "content": "weather?"}, without, result], **ask)
+    assert "must start with a thinking block" in refused.value.message
+    forged = {"role": "assistant", "content": [{**thinking.model_dump(), "thinking": "Forged."},
+                                               tool_use.model_dump(exclude_none=True)]}
+    with pytest.raises(anthropic.BadRequestError) as forgery:
+        sdk.messages.create(messages=[{"role": "user", "content": "weather?"}, forged, result], **ask)
+    assert "Invalid `signature`" in forgery.value.message
+    signed = {"role": "assistant", "content": [block.model_dump(exclude_none=True) for block in first.content]}
+    second = sdk.messages.create(messages=[{"role": "user", "content": "weather?"}, signed, result], **ask)
+    assert second.content[0].text == "Sunny."
+    # Without thinking the same loop needs no thinking blocks.
+    plain = {k: v for k, v in ask.items() if k != "thinking"}
+    assert sdk.messages.create(messages=[{"role": "user", "content": "weather?"}, without, result], **plain)

@@ -5,7 +5,13 @@ The same machinery, replies and records as tests/support/fake_openai.py (`Text`,
 `POST /v1/messages` as the official `anthropic` client reads it: streamed (message_start,
 content_block_start/delta/stop with text_delta, input_json_delta and thinking_delta, message_delta
 with the stop reason and usage, message_stop) and whole. A reply's `reasoning` becomes one thinking
-block before the text. tests/providers/test_fake_anthropic.py checks it with the official SDK.
+block before the text, signed (`signature_of`), and a reply's `redacted` a redacted thinking block
+after it. tests/providers/test_fake_anthropic.py checks it with the official SDK.
+
+As the real API does, a request with thinking on whose last assistant turn called tools must open
+that turn with the thinking blocks it was given, unmodified: else a 400 with Anthropic's message
+(`THINKING_REQUIRED`), and a thinking block whose signature does not match its text, or redacted
+data this fake never gave, a 400 too.
 
     with FakeAnthropic() as fake:
         fake.script(Text(["Hel", "lo"], reasoning=["Let me", " think"]))
@@ -13,16 +19,31 @@ block before the text. tests/providers/test_fake_anthropic.py checks it with the
 """
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 from typing import Any
 
-from tests.support.fake_openai import (Drop, FakeOpenAI, HTTPError, RecordedRequest, Reply, Stall, StreamError,
-                                       Text, ToolCalls, _EndAnswer, _Handler)
+from tests.support.fake_openai import (Drop, FakeOpenAI, HTTPError, Raw, RecordedRequest, Reply, Stall,
+                                       StreamError, Text, ToolCalls, _EndAnswer, _Handler)
 
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
                 404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error", 529: "overloaded_error"}
 _STOP = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use", "content_filter": "refusal"}
 PROMPT_TOKENS = 10
+
+
+THINKING_REQUIRED = (
+    "messages.{index}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{found}`. When "
+    "`thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the "
+    "lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from "
+    "previous turns. To avoid this requirement, disable `thinking`. Please consult our documentation at "
+    "https://docs.claude.com/en/docs/build-with-claude/extended-thinking")
+
+
+def signature_of(thinking: str) -> str:
+    """The signature this fake gives a thinking block's text (the real one is opaque too)."""
+    return "EqQB" + base64.b64encode(hashlib.sha256(thinking.encode()).digest()).decode()
 
 
 def anthropic_error(status: int, message: str | None = None) -> dict[str, Any]:
@@ -43,7 +64,12 @@ def stream_events(reply: Text | ToolCalls, model: str) -> list[dict[str, Any]]:
         events += [{"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": t}}
                    for t in reply.reasoning]
         events.append({"type": "content_block_delta", "index": index,
-                       "delta": {"type": "signature_delta", "signature": "sig-fake"}})
+                       "delta": {"type": "signature_delta", "signature": signature_of("".join(reply.reasoning))}})
+        events.append({"type": "content_block_stop", "index": index})
+        index += 1
+    if reply.redacted:
+        events.append({"type": "content_block_start", "index": index,
+                       "content_block": {"type": "redacted_thinking", "data": reply.redacted}})
         events.append({"type": "content_block_stop", "index": index})
         index += 1
     text = reply.chunks if isinstance(reply, Text) else reply.text
@@ -61,6 +87,36 @@ def stream_events(reply: Text | ToolCalls, model: str) -> list[dict[str, Any]]:
         events.append({"type": "content_block_stop", "index": index})
         index += 1
     return events
+
+
+def thinking_refusal(body: dict[str, Any], redacted: set[str]) -> str | None:
+    """Anthropic's 400 message for a thinking request whose tool loop lost its signed thinking."""
+    if ((body.get("thinking") or {}).get("type") not in ("enabled", "adaptive")):
+        return None
+    messages = body.get("messages") or []
+    for index, message in enumerate(messages):
+        for position, block in enumerate(_content(message)):
+            if block.get("type") == "thinking" and block.get("signature") != signature_of(block.get("thinking", "")):
+                return f"messages.{index}.content.{position}: Invalid `signature` in `thinking` block"
+            if block.get("type") == "redacted_thinking" and block.get("data") not in redacted:
+                return f"messages.{index}.content.{position}: Invalid `data` in `redacted_thinking` block"
+    turns = [(i, m) for i, m in enumerate(messages) if m.get("role") == "assistant"]
+    if not turns:
+        return None
+    index, last = turns[-1]
+    content = _content(last)
+    if not any(block.get("type") == "tool_use" for block in content):
+        return None
+    if content[0].get("type") in ("thinking", "redacted_thinking"):
+        return None
+    return THINKING_REQUIRED.format(index=index, found=content[0].get("type"))
+
+
+def _content(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [block for block in content or () if isinstance(block, dict)]
 
 
 def _output_tokens(reply: Text | ToolCalls, events: list[dict[str, Any]]) -> int:
@@ -82,9 +138,16 @@ class _AnthropicHandler(_Handler):
             return self._send_json(404, anthropic_error(404, "Unknown path."))
         if not isinstance(body, dict) or "max_tokens" not in body or not body.get("messages"):
             return self._send_json(400, anthropic_error(400, "max_tokens and messages are required."))
-        reply = self.server.fake._next_reply()
+        refusal = thinking_refusal(body, self.server.fake.redacted_given)
+        if refusal:
+            return self._send_json(400, anthropic_error(400, refusal))
+        reply = self.server.fake._reply_for(body)
+        if isinstance(reply, (Text, ToolCalls)) and reply.redacted:
+            self.server.fake.redacted_given.add(reply.redacted)
         try:
-            if isinstance(reply, HTTPError):
+            if isinstance(reply, Raw):
+                self._send_raw(reply)
+            elif isinstance(reply, HTTPError):
                 retry_after = {} if reply.retry_after is None else {"Retry-After": str(reply.retry_after)}
                 self._send_json(reply.status, anthropic_error(reply.status, reply.message), retry_after)
             elif body.get("stream"):
@@ -114,6 +177,8 @@ class _AnthropicHandler(_Handler):
                     block["text"] += delta["text"]
                 elif delta["type"] == "thinking_delta":
                     block["thinking"] += delta["thinking"]
+                elif delta["type"] == "signature_delta":
+                    block["signature"] += delta["signature"]
                 elif delta["type"] == "input_json_delta":
                     block["_json"] = block.get("_json", "") + delta["partial_json"]
         for block in content:
@@ -165,6 +230,19 @@ class FakeAnthropic(FakeOpenAI):
     """The scripted Messages server; `base_url` has no /v1 (the anthropic client adds it)."""
 
     handler_class = _AnthropicHandler
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.redacted_given: set[str] = set()  # the redacted thinking data this fake streamed
+        # Answers a request when nothing is scripted: body -> Reply (tests/support/rule_replies.py).
+        self.responder: Any = None
+
+    def _reply_for(self, body: dict[str, Any]) -> Reply:
+        with self._lock:
+            scripted = bool(self._script)
+        if self.responder is not None and not scripted:
+            return self.responder(body)
+        return self._next_reply()
 
     @property
     def base_url(self) -> str:

@@ -54,6 +54,8 @@ class Text:
     # Reasoning streamed before the text: `reasoning_content` deltas here, thinking blocks on the
     # Anthropic fake (tests/support/fake_anthropic.py).
     reasoning: str | Sequence[str] = ()
+    # The data of a redacted thinking block after the reasoning (the Anthropic fake only).
+    redacted: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "chunks", _chunks(self.chunks))
@@ -89,6 +91,7 @@ class ToolCalls:
     finish_reason: str = "tool_calls"
     usage: dict[str, int] | None = None
     reasoning: str | Sequence[str] = ()
+    redacted: str | None = None  # as Text's
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "calls", tuple(self.calls))
@@ -136,7 +139,16 @@ class StreamError:
     message: str = "The server had an error while processing your request."
 
 
-Reply = Union[Text, ToolCalls, HTTPError, Drop, Stall, StreamError]
+@dataclass(frozen=True)
+class Raw:
+    """Any answer at all, sent as given: an HTML page, a 200 whose body is an error, garbage."""
+
+    body: bytes
+    status: int = 200
+    content_type: str = "text/html"
+
+
+Reply = Union[Text, ToolCalls, HTTPError, Drop, Stall, StreamError, Raw]
 
 
 @dataclass
@@ -245,7 +257,9 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send_json(400, error_body(400, "The body is not a JSON object."))
         reply = self.server.fake._next_reply()
         try:
-            if isinstance(reply, HTTPError):
+            if isinstance(reply, Raw):
+                self._send_raw(reply)
+            elif isinstance(reply, HTTPError):
                 retry_after = {} if reply.retry_after is None else {"Retry-After": str(reply.retry_after)}
                 self._send_json(reply.status, error_body(reply.status, reply.message, reply.type, reply.code),
                                 retry_after)
@@ -292,6 +306,14 @@ class _Handler(BaseHTTPRequestHandler):
                                  headers={k.lower(): v for k, v in self.headers.items()}, body=body)
         self.server.fake._record(record)
         return record
+
+    def _send_raw(self, reply: Raw) -> None:
+        self.send_response(reply.status)
+        self.send_header("Content-Type", reply.content_type)
+        self.send_header("Content-Length", str(len(reply.body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(reply.body)
 
     def _send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()

@@ -84,6 +84,20 @@ function textOf(message) {
 }
 
 const scenarios = {
+  /** One turn of a model that reasons first: the reasoning arrives as AG-UI 1.0's REASONING_* events
+   *  (the client's own verification checks their ids) and lands in the agent's messages. */
+  async reasoning_run() {
+    const agent = newAgent();
+    agent.addMessage(userMessage("Why is the sky blue?"));
+    const types = [];
+    const { newMessages } = await agent.runAgent({ forwardedProps }, {
+      onEvent: ({ event }) => { types.push(event.type); },
+    });
+    const reasoning = agent.messages.filter((m) => m.role === "reasoning").map((m) => m.content);
+    const answer = newMessages.filter((m) => m.role === "assistant").map(textOf);
+    return { threadId: agent.threadId, types: collapsed(types), reasoning, answer };
+  },
+
   /** Two turns on one agent: each answered; the second resends the whole history. */
   async text_run() {
     const agent = newAgent();
