@@ -5,15 +5,17 @@ providers/transcription.py.
 """
 from __future__ import annotations
 
-import os
 from pathlib import PurePosixPath
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 
 from core.problems import Problem, validation_error
 from projects import limits
 from projects.auth import Principal
-from projects.config import ENV_REF, project_settings
+from projects.config import project_settings
+from projects.secrets import SecretUnreadable, secret_resolve
+from providers.base import MissingSecret
 from providers.transcription import TranscriptionTarget
 
 # What the reference accepts (mp3, wav, mp4, mpeg, mpga, m4a, webm), and the types browsers' MediaRecorder
@@ -47,7 +49,7 @@ def transcription_check_access(principal: Principal, user_key: str | None) -> st
 
 def transcription_target(project) -> TranscriptionTarget:
     """Where the project's transcriptions go. Raises 503 TRANSCRIPTION_UNAVAILABLE when none is
-    configured or its key's `env:` variable is not set."""
+    configured, its key's `env:` variable is not set, or its stored key does not decrypt."""
     spec = project_settings(project).transcription
     if spec is None:
         raise Problem(503, "TRANSCRIPTION_UNAVAILABLE", UNAVAILABLE_DETAIL)
@@ -56,16 +58,16 @@ def transcription_target(project) -> TranscriptionTarget:
 
 
 def _secret(value: str | None) -> str | None:
-    if value is None:
-        return None
-    match = ENV_REF.match(value)
-    if match is None:
-        return value
-    resolved = os.environ.get(match.group(1))
-    if not resolved:
+    """The key itself: an `env:` variable read now, a stored (`fernet:`) value decrypted now, the way a
+    model's key is (projects/secrets.py), so a key typed into the admin or the project file works."""
+    try:
+        return secret_resolve(value)
+    except MissingSecret as missing:
         raise Problem(503, "TRANSCRIPTION_UNAVAILABLE", f"The transcription model's key comes from the "
-                      f"environment variable {match.group(1)}, which is not set.")
-    return resolved
+                      f"environment variable {missing.name}, which is not set.") from None
+    except (SecretUnreadable, ImproperlyConfigured):
+        raise Problem(503, "TRANSCRIPTION_UNAVAILABLE", "The transcription model's stored key cannot be "
+                      "decrypted with this server's SECRETS_KEYS; set the key again.") from None
 
 
 def audio_check(*, name: str, content_type: str, size: int) -> None:

@@ -17,9 +17,10 @@ from projects import limits
 from projects.auth import Principal
 from projects.models_config import model_chain_for
 from providers.chain import ModelChain
-from runs.context_budget import check_new_message, history_for, run_budget
+from runs.context_budget import check_new_message, run_budget
 from runs.lock import lock_release, lock_request_cancel, lock_take, lock_take_created
 from runs.models import Run
+from runs.start_history import history_after_lock
 from runs.tool_counts import TurnToolCounts, turn_limit
 from runs.turns import NewMessage, Turn, turn_results_check, turn_store
 from telemetry.runs import RunEnd, run_meter_start
@@ -102,16 +103,20 @@ def run_start(*, principal: Principal, body: wire.CreateRunBody, thread_id: str 
         else:
             thread = _start_on_thread(principal, body, run, thread_id)
             tools = project_tools(thread)
-            history = history_for(thread, context_budget)
+            history = None
+    # The history (images and all) is read after the commit, not in the lock's transaction: the run
+    # holds the lock now, so no other run writes the thread's messages meanwhile.
+    if history is None:
+        history = history_after_lock(thread=thread, run=run, budget=context_budget)
     thread.project = principal.project  # the loop reads it from async code: no lazy loads there
     started = StartedRun(thread=thread, run=run, body=body, history=history, created_thread=thread_id is None,
                          tools=tools, budget=budget, models=models, context_budget=context_budget)
     return started
 
 
-def _start_new_thread(principal: Principal, body: wire.CreateRunBody, run: Run) -> tuple[Thread, list[Message]]:
-    """Creates the thread, locked for `run`, and stores the input; returns it with its history.
-    Caller holds the transaction."""
+def _start_new_thread(principal: Principal, body: wire.CreateRunBody, run: Run) -> tuple[Thread, list[Message] | None]:
+    """Creates the thread, locked for `run`, and stores the input; returns it with its history, or
+    None when the history must be read (after the transaction). Caller holds the transaction."""
     thread = _new_thread(principal, body, run)
     _check_previous_run(thread, body)
     turn_results_check(thread, _tool_results(body))
@@ -120,8 +125,7 @@ def _start_new_thread(principal: Principal, body: wire.CreateRunBody, run: Run) 
     stored = turn_store(thread=thread, run=run, turn=_turn(body, {}))
     spec = getattr(body, "thread", None)
     # Without initial messages the history is exactly what was just stored: no need to read it back.
-    history = selectors.message_list_all(thread=thread) if spec is not None and spec.initial_messages else stored
-    return thread, history
+    return thread, None if spec is not None and spec.initial_messages else stored
 
 
 def _start_on_thread(principal: Principal, body: wire.CreateRunBody, run: Run, thread_id: str) -> Thread:

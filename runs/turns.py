@@ -104,6 +104,7 @@ def _is_retry_of_failed_turn(thread: Thread, content: list[dict]) -> bool:
     instead of storing it a second time. Caller holds the thread's run lock transaction."""
     if not content or not thread.last_run_error or not thread.last_completed_run_id:
         return False
-    last = thread.messages.order_by("-created_at", "-id").first()
+    # The content (a screenshot, maybe) is read only when the role and run say it may be a retry.
+    last = thread.messages.defer("content").order_by("-created_at", "-id").first()
     return (last is not None and last.role == Message.Role.USER and last.run_id == thread.last_completed_run_id
             and last.content == content)

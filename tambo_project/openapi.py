@@ -3,8 +3,9 @@
 drf-spectacular describes the DRF views (threads, messages, component state) from their
 `extend_schema` and the pydantic wire models. `postprocess_v1_schema` adds what it cannot see: the
 run endpoints (runs/openapi.py), names and suggestions (assist/openapi.py), the token exchange
-(projects/openapi.py) and the chat-completions gateway (gateway/openapi.py), and the
-problem+json error answers every /v1 operation can give (docs/protocol.md#errors, core/openapi.py).
+(projects/openapi.py), voice (projects/voice_openapi.py) and the chat-completions gateway
+(gateway/openapi.py), and the problem+json error answers every /v1 operation can give
+(docs/protocol.md#errors, core/openapi.py).
 
 This module is imported by tambo_project/urls.py so the authentication extension is registered
 before the first schema is generated.
@@ -19,6 +20,7 @@ from assist.openapi import assist_paths
 from core.openapi import PROBLEM_SCHEMA, SECURITY, SECURITY_SCHEME, problem
 from gateway.openapi import GATEWAY_SECURITY, GATEWAY_SECURITY_DEFINITION, gateway_paths
 from projects.openapi import add_token_exchange
+from projects.voice_openapi import audio_paths
 from runs.openapi import agui_path, run_events_path, run_paths
 
 SECURITY_DEFINITION = {
@@ -68,6 +70,7 @@ def postprocess_v1_schema(result: dict[str, Any], generator, request, public) ->
     paths.update(agui_path(schemas))
     add_token_exchange(result, SECURITY_SCHEME)
     paths.update(assist_paths(schemas))
+    paths.update(audio_paths())
     # The chat-completions gateway lives outside /v1 but belongs in the same reference.
     components["securitySchemes"][GATEWAY_SECURITY] = GATEWAY_SECURITY_DEFINITION
     paths.update(gateway_paths())

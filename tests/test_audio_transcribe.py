@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import io
 
 import pytest
 import requests
+from cryptography.fernet import Fernet
 from django.conf import settings
+from django.core.management import call_command
 
 from projects.config import ProjectSettings, TranscriptionSpec, project_settings_save
 from projects.models import Project
@@ -18,13 +21,16 @@ from tests.support.problems import assert_problem
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+# The live server and this process share one Fernet key, so a key apply_projects stores encrypted here
+# is decrypted there.
+SECRETS_KEY = Fernet.generate_key().decode()
 WAV = b"RIFF\x24\x00\x00\x00WAVEfmt " + bytes(range(256)) * 4  # bytes of every value, to compare exactly
 
 
 @pytest.fixture(scope="module")
 def server(django_db_setup, django_db_blocker):
     # A short timeout of its own, so the hanging-model test ends soon.
-    live = LiveServer("audio", {"TRANSCRIPTION_TIMEOUT": "2"})
+    live = LiveServer("audio", {"TRANSCRIPTION_TIMEOUT": "2", "SECRETS_KEYS": SECRETS_KEY})
     yield live
     live.stop()
 
@@ -61,6 +67,44 @@ def test_the_official_sdk_transcribes_with_the_key_alone(server, project, api_ke
     [seen] = fake.requests
     assert len(seen.body["file"]["data"]) == result["bytes"]
     assert hashlib.sha256(seen.body["file"]["data"]).hexdigest() == result["sha256"]
+
+
+def _apply_transcription(tmp_path, vendor, api_key: str) -> str:
+    """Applies a project file whose transcription key is written literally (so stored encrypted);
+    returns a new API key of that project."""
+    from projects.models import ApiKey
+
+    path = tmp_path / "projects.yaml"
+    path.write_text(f"""
+projects:
+  - name: speaks
+    transcription: {{provider: openai, model: whisper-1, baseUrl: '{vendor.base_url}', apiKey: '{api_key}'}}
+""")
+    call_command("apply_projects", str(path), stdout=io.StringIO())
+    _, raw = ApiKey.generate(Project.objects.get(name="speaks"), "tests")
+    return raw
+
+
+def test_a_transcription_key_stored_encrypted_is_decrypted_when_a_recording_comes_in(server, vendor, fake, tmp_path,
+                                                                                      settings):
+    settings.SECRETS_KEYS = [SECRETS_KEY]
+    key = _apply_transcription(tmp_path, vendor, "sk-stored-transcription-key")
+    stored = Project.objects.get(name="speaks").settings["transcription"]["apiKey"]
+    assert stored.startswith("fernet:") and "sk-stored-transcription-key" not in stored
+    fake.script(Text("stored keys work"))
+    response = _post(server, key, {"file": ("a.wav", WAV, "audio/wav")})
+    assert response.status_code == 200, response.text
+    assert response.text == "stored keys work"
+    [seen] = fake.requests
+    assert seen.api_key == "sk-stored-transcription-key"
+
+
+def test_a_stored_key_the_server_cannot_decrypt_is_503_and_nothing_is_sent(server, vendor, fake, tmp_path, settings):
+    settings.SECRETS_KEYS = [Fernet.generate_key().decode()]  # not the server's
+    key = _apply_transcription(tmp_path, vendor, "sk-other-key")
+    body = assert_problem(_post(server, key, {"file": ("a.wav", WAV, "audio/wav")}), 503, "TRANSCRIPTION_UNAVAILABLE")
+    assert "SECRETS_KEYS" in body["detail"] and "sk-other-key" not in body["detail"]
+    assert fake.requests == []
 
 
 def test_without_a_transcription_model_the_sdk_gets_503_transcription_unavailable(server, api_key):

@@ -18,6 +18,8 @@ import requests
 import schemathesis
 from schemathesis.checks import not_a_server_error
 
+from tests.support.fixtures_openai import vendor  # noqa: F401 - a fixture
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 USER_KEY = "fuzz"
@@ -40,8 +42,13 @@ def fuzz_summary() -> Iterator[None]:
 
 
 @pytest.fixture
-def fuzz_target(live_server_url, api_key) -> dict[str, str]:
-    """A key, and a real thread of the fixed user so that some cases reach past the 404."""
+def fuzz_target(live_server_url, project, api_key, vendor) -> dict[str, str]:
+    """A key, and a real thread of the fixed user so that some cases reach past the 404; the project
+    transcribes with the fake vendor, so an upload that passes the checks is answered, not 503."""
+    from projects.config import ProjectSettings, TranscriptionSpec, project_settings_save
+
+    project_settings_save(project, ProjectSettings(transcription=TranscriptionSpec(
+        model="whisper-1", base_url=vendor.base_url, api_key="sk-fuzz")))
     session = requests.Session()
     session.headers["x-api-key"] = api_key
     created = session.post(f"{live_server_url}/v1/threads", json={"userKey": USER_KEY}, timeout=30)

@@ -203,3 +203,21 @@ def test_the_name_and_suggestion_routes_answer_their_wire_models(schema):
         "type": "array", "items": {"$ref": "#/components/schemas/Suggestion"}}
     for operation in (named, generate):
         assert {"429", "502"} <= set(operation["responses"])
+
+
+def test_it_describes_the_transcription_endpoint_with_its_multipart_body_and_problems(schema):
+    operation = schema["paths"]["/audio/transcribe"]["post"]
+    assert operation["security"] == [{"ApiKeyAuth": []}, {"BearerAuth": []}]
+    body = operation["requestBody"]["content"]["multipart/form-data"]["schema"]
+    assert body["required"] == ["file"] and body["properties"]["file"] == {
+        **body["properties"]["file"], "type": "string", "format": "binary"}
+    assert operation["responses"]["200"]["content"] == {"text/plain": {"schema": {"type": "string"}}}
+    codes = {}
+    for status, answer in operation["responses"].items():
+        if status != "200":
+            problem_schema = answer["content"]["application/problem+json"]["schema"]
+            assert problem_schema["allOf"][0] == {"$ref": "#/components/schemas/Problem"}
+            codes[status] = problem_schema["allOf"][1]["properties"]["code"]["enum"]
+    assert set(codes) == {"400", "401", "413", "415", "429", "502", "503", "504"}
+    assert "TRANSCRIPTION_UNAVAILABLE" in codes["503"] and codes["504"] == ["TRANSCRIPTION_TIMEOUT"]
+    assert "INVALID_AUDIO" in codes["400"] and "TRANSCRIPTION_RATE_LIMITED" in codes["429"]

@@ -58,11 +58,6 @@ def message_to_wire(message: Message) -> wire.Message:
     )
 
 
-def thread_with_messages_to_wire(thread: Thread, messages: list[Message]) -> wire.ThreadWithMessages:
-    base = thread_to_wire(thread)
-    return wire.ThreadWithMessages(**base.model_dump(), messages=[message_to_wire(m) for m in messages])
-
-
 def named_thread_to_wire(thread: Thread) -> wire.NamedThread:
     return wire.NamedThread(**thread_to_wire(thread).model_dump(), project_id=thread.project_id)
 

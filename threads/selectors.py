@@ -46,6 +46,31 @@ def message_list(*, thread: Thread, limit: int, cursor: str | None, order: str):
     return [full[row.id] for row in fitting if row.id in full], next_cursor, has_more
 
 
+def message_id_batches(*, thread: Thread, max_bytes: int) -> list[list[str]]:
+    """The ids of the thread's messages, oldest first, in batches whose stored content stays within
+    `max_bytes` (a larger message is a batch alone). One statement, which reads sizes, not content."""
+    rows = thread.messages.annotate(size=Length(Cast("content", TextField()))).order_by(
+        "created_at", "id").values_list("id", "size")
+    batches: list[list[str]] = []
+    current: list[str] = []
+    total = 0
+    for message_id, size in rows:
+        if current and total + (size or 0) > max_bytes:
+            batches.append(current)
+            current, total = [], 0
+        current.append(message_id)
+        total += size or 0
+    if current:
+        batches.append(current)
+    return batches
+
+
+def message_batch(*, thread: Thread, ids: list[str]) -> list[Message]:
+    """The thread's messages of `ids`, in that order (one deleted meanwhile is left out)."""
+    found = {m.id: m for m in thread.messages.filter(id__in=ids)}
+    return [found[i] for i in ids if i in found]
+
+
 def message_list_all(*, thread: Thread) -> list[Message]:
     return list(thread.messages.order_by("created_at", "id"))
 

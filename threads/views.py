@@ -1,7 +1,7 @@
 """REST endpoints for threads and messages (docs/protocol.md#endpoints). Thin: parse, call a service, render."""
 from __future__ import annotations
 
-from django.http import HttpResponse, JsonResponse
+from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.views import APIView
@@ -9,7 +9,8 @@ from rest_framework.views import APIView
 from clientsdk import wire
 from core.validation import choice_param, int_param, parse_body
 from threads import selectors, services
-from threads.presenters import message_to_wire, thread_to_wire, thread_with_messages_to_wire
+from threads.presenters import message_to_wire, thread_to_wire
+from threads.whole import thread_with_messages_chunks
 
 USER_KEY = OpenApiParameter("userKey", str, description="The end user the call acts for; required unless a "
                                                           "bearer access token names it.")
@@ -53,7 +54,8 @@ class ThreadDetailView(APIView):
     @extend_schema(operation_id="threads_retrieve", summary="Get a thread with its messages", parameters=[USER_KEY], responses=wire.ThreadWithMessages)
     def get(self, request: Request, thread_id: str):
         thread = _thread(request, thread_id)
-        return _json(thread_with_messages_to_wire(thread, selectors.message_list_all(thread=thread)))
+        # Streamed batch by batch, so a thread of screenshots is not held whole (threads/whole.py).
+        return StreamingHttpResponse(thread_with_messages_chunks(thread), content_type="application/json")
 
     @extend_schema(operation_id="threads_update", summary="Rename a thread or change its metadata", parameters=[USER_KEY], request=wire.UpdateThreadBody,
                    responses=wire.Thread)

@@ -16,8 +16,10 @@ from ag_ui.core import (AssistantMessage, BaseEvent, CustomEvent, DeveloperMessa
 from pydantic import ValidationError
 
 from clientsdk import wire
+from core.content_parts import check_parts
 from core.ids import new_id
 from core.problems import Problem, validation_error
+from core.sanity import InputError
 from runs.reasoning import (THINKING_EVENTS, ThinkingEndEvent, ThinkingStartEvent, ThinkingTextMessageContentEvent,
                             ThinkingTextMessageStartEvent)
 from runs.turns import NewMessage, Turn
@@ -116,6 +118,31 @@ def _tool_result(message: ToolMessage, index: int) -> NewMessage:
     if message.error:
         block["isError"] = True
     return NewMessage("tool", [block], message.id, message.metadata)
+
+
+def check_media(run_input: RunAgentInput) -> None:
+    """Checks the image, audio, video and document parts of the input's messages as /v1 checks its
+    resource parts (core/content_parts.py: strict base64, bytes of the named type, http(s) URLs only,
+    supported types only), so the same parts reach the model (runs/media.py). CPU work on up to
+    MAX_REQUEST_BYTES: the caller runs it off the event loop. Raises InputError (400) naming the
+    part in AG-UI's terms (`messages[0].content[1].source.value`)."""
+    for index, message in enumerate(run_input.messages):
+        content = getattr(message, "content", None)
+        if not isinstance(content, list) or all(isinstance(part, TextPart) for part in content):
+            continue
+        where = f"messages[{index}].content"
+        try:
+            check_parts(content_blocks(content, where), where)
+        except InputError as error:
+            field, detail = error.field, error.detail
+            for ours, theirs in _FIELD_NAMES:
+                field, detail = field.replace(ours, theirs), detail.replace(ours, theirs)
+            raise InputError(field, detail) from None
+
+
+# /v1's names of a resource's members → AG-UI's names of a part's source members.
+_FIELD_NAMES = ((".resource.blob", ".source.value"), (".resource.uri", ".source.value"),
+                (".resource.mimeType", ".source.mimeType"), (".resource", ".source"))
 
 
 def content_blocks(content: str | list[Any], where: str) -> list[dict[str, Any]]:

@@ -24,6 +24,7 @@ from runs.agui import protocol as agui
 from runs.lock import lock_take
 from runs.models import Run
 from runs.services import StartedRun, run_request_params
+from runs.start_history import history_after_lock
 from runs.turns import Turn, turn_results_check, turn_store
 from threads import selectors
 from threads import services as thread_services
@@ -66,9 +67,9 @@ def agui_run_start(*, principal: Principal, run_input: RunAgentInput) -> Started
 
         # Straight into STREAMING, as /v1 runs: the loop starts the model at once.
         thread = lock_take(thread_id=thread.id, run_id=run.id, in_lock=in_lock, status=RunStatus.STREAMING)
-        # Read in the lock's transaction: a failure here rolls the lock back with everything else.
-        history = selectors.message_list_all(thread=thread)
         tools = project_tools_of(principal.project)
+    # After the commit, so the images and files it holds do not load under the thread's row lock.
+    history = history_after_lock(thread=thread, run=run, budget=None)
     thread.project = principal.project  # the loop reads it from async code: no lazy loads there
     # AG-UI names no model: the project's first model answers, the others are its fallbacks.
     started = StartedRun(thread=thread, run=run, body=body, history=history, tools=tools, budget=budget,

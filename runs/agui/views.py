@@ -5,6 +5,7 @@ stream the same advance loop, its events mapped to plain AG-UI (runs/agui/protoc
 """
 from __future__ import annotations
 
+import asyncio
 from functools import partial
 
 from ag_ui.core import RunAgentInput
@@ -16,7 +17,7 @@ from core.input_guard import request_json
 from core.problems import Problem, response_for
 from core.validation import parse_body
 from projects.auth import principal_aresolve
-from runs.agui.protocol import agui_events
+from runs.agui.protocol import agui_events, check_media
 from runs.agui.services import agui_run_start
 from runs.views import run_start_shielded, stream_run
 
@@ -27,6 +28,8 @@ async def agui_run(request: HttpRequest) -> HttpResponse:
     try:
         principal = await principal_aresolve(request)
         run_input = parse_body(RunAgentInput, request_json(request))
+        # Images and files checked before the lock, off the event loop, as /v1's (runs/attachments.py).
+        await asyncio.to_thread(check_media, run_input)
         started = await run_start_shielded(agui_run_start, principal=principal, run_input=run_input)
     except Problem as problem:
         return response_for(problem, request.path)

@@ -51,3 +51,35 @@ def test_a_tool_message_continues_the_model_with_the_result(agui_api: Api, fake:
     # Sent again, the same history is not a new turn.
     assert_problem(agui_api.post("/v1/agui", run_input("conv-cont", [ask, assistant_of(first), answer])),
                    400, "VALIDATION_ERROR")
+
+
+def test_an_ag_ui_image_and_document_reach_the_model_byte_for_byte(agui_api: Api, fake: Vendor):
+    from tests.support.images import b64, pdf, png
+
+    shot = png(200, 200, seed=5)
+    fake.script(Text("A picture and a page."))
+    message = {"id": "u-media", "role": "user", "content": [
+        {"type": "text", "text": "what are these?"},
+        {"type": "image", "source": {"type": "data", "value": b64(shot), "mimeType": "image/png"}},
+        {"type": "document", "source": {"type": "data", "value": b64(pdf()), "mimeType": "application/pdf"}},
+        {"type": "image", "source": {"type": "url", "value": "https://example.com/cat.jpg", "mimeType": "image/jpeg"}}]}
+    _, events = run(agui_api, run_input("conv-media", [message]))
+    assert text_of(events) == "A picture and a page."
+    parts = fake.requests[-1].body["messages"][-1]["content"]
+    images = [p["image_url"]["url"] for p in parts if p["type"] == "image_url"]
+    assert images[0] == f"data:image/png;base64,{b64(shot)}" and images[1] == "https://example.com/cat.jpg"
+    (document,) = [p["file"] for p in parts if p["type"] == "file"]
+    assert document["file_data"] == f"data:application/pdf;base64,{b64(pdf())}"
+
+
+@pytest.mark.parametrize(("source", "field"), [
+    ({"type": "data", "value": "aGVsbG8=", "mimeType": "image/png"}, "messages[0].content[1].source.value"),
+    ({"type": "url", "value": "file:///etc/passwd", "mimeType": "image/png"}, "messages[0].content[1].source.value"),
+    ({"type": "data", "value": "aGVsbG8=", "mimeType": "application/zip"}, "messages[0].content[1].source.mimeType"),
+])
+def test_a_bad_ag_ui_part_is_refused_naming_it_and_nothing_is_stored(agui_api: Api, fake: Vendor, source, field):
+    message = {"id": "u-bad", "role": "user", "content": [{"type": "text", "text": "look"},
+                                                          {"type": "image", "source": source}]}
+    response = agui_api.post("/v1/agui", run_input("conv-bad-media", [message]))
+    assert_problem(response, 400, "VALIDATION_ERROR", field=field)
+    assert fake.requests == [] and agui_api.get("/v1/threads").json()["threads"] == []

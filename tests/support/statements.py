@@ -7,6 +7,7 @@ SAVEPOINT, RELEASE) is left out: what is counted is the work, not how it is fram
 """
 from __future__ import annotations
 
+import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -22,12 +23,16 @@ _CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE SAVEPOINT")
 class StatementLog:
     def __init__(self) -> None:
         self.statements: list[str] = []
+        self.in_transaction: list[bool] = []  # for each statement: sent inside a transaction (atomic block)
+        self.params: list = []  # for each statement: its parameters
         self._lock = threading.Lock()
 
     def __call__(self, execute, sql, params, many, context):
         if not sql.lstrip().upper().startswith(_CONTROL):
             with self._lock:
                 self.statements.append(sql)
+                self.in_transaction.append(context["connection"].in_atomic_block)
+                self.params.append(params)
         return execute(sql, params, many, context)
 
     def __len__(self) -> int:
@@ -36,6 +41,8 @@ class StatementLog:
     def clear(self) -> None:
         with self._lock:
             self.statements.clear()
+            self.in_transaction.clear()
+            self.params.clear()
 
     def __str__(self) -> str:
         return "\n".join(f"{i + 1:>3}. {sql[:160]}" for i, sql in enumerate(self.statements))
@@ -65,3 +72,9 @@ def counting_statements() -> Iterator[StatementLog]:
         db._executor.submit(connections.close_all).result()
         db._executor.shutdown(wait=True)
         db._executor = previous
+
+
+def selects_message_content(sql: str) -> bool:
+    """Whether a statement reads messages' stored content: a SELECT naming the content column as a
+    column, not inside a function (`LENGTH(CAST(content AS text))` reads a size, not the content)."""
+    return sql.lstrip().upper().startswith("SELECT") and re.search(r'(?<!\()"threads_message"\."content"', sql) is not None
