@@ -37,5 +37,6 @@ EXPOSE 8000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
   CMD ["python3", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('PORT', '8000'), timeout=2)"]
 # Any manage.py command: `migrate`, `createapikey --project NAME`, `createsuperuser`, `serve --migrate`.
+# With WORKERS > 1, `serve` gives the workers an empty PROMETHEUS_MULTIPROC_DIR (under /tmp) at each start.
 ENTRYPOINT ["tambo-server"]
 CMD ["serve", "--no-collectstatic"]

@@ -9,6 +9,7 @@ from projects import limits
 from projects.models_config import model_chain_for
 from providers import get_provider
 from providers.base import Completion, ModelError, ModelRequest
+from telemetry.calls import CallScope, complete_metered
 from threads.content import block_text
 from threads.models import Message
 
@@ -27,18 +28,21 @@ def model_problem(exc: ModelError) -> Problem:
     return Problem(502, exc.code, exc.message, **extra)
 
 
-async def model_complete(request: ModelRequest, *, project, user_key: str | None, admit: bool = True) -> Completion:
+async def model_complete(request: ModelRequest, *, project, user_key: str | None, kind: str,
+                         thread_id: str | None = None, admit: bool = True) -> Completion:
     """The answer of the project's models (its first, then its fallbacks; the server's default without
     a project); raises Problem (429/502) when the model fails.
 
     Counted against the project's limits (projects/limits.py): admitted first (429 RATE_LIMITED /
     BUDGET_EXCEEDED) unless `admit` is False (a retry within the same request), its tokens recorded after.
+    Each call leaves one usage row of `kind` ("name", "suggestions"; telemetry/calls.py), answered or failed.
     """
     if admit:
         await db_call(limits.call_admit, project=project, user_key=user_key)
     try:
         if project is not None:
-            completion = await model_chain_for(project, requested=None).complete(request)
+            completion = await complete_metered(model_chain_for(project, requested=None), request,
+                                                scope=CallScope(project, user_key or "", kind, thread_id))
         else:
             completion = await get_provider().complete(request)
     except ModelError as exc:

@@ -42,7 +42,8 @@ async def thread_name_generate(*, project: Project, user_key: str | None, thread
         task=ModelTask("thread_name", {"firstUserText": first_text}),
     )
     # Counted against the thread's user also when the call named none (the user-less SDK routes).
-    name = title_from_reply((await model_complete(request, project=project, user_key=thread.user_key)).text)
+    name = title_from_reply((await model_complete(request, project=project, user_key=thread.user_key, kind="name",
+                                                      thread_id=thread.id)).text)
     if not name:
         raise Problem(502, "LLM_SERVER_ERROR", "The model gave no name for the thread.",
                       category="server_error", isRetryable=True)

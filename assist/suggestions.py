@@ -92,14 +92,17 @@ async def suggestion_generate(*, project: Project, user_key: str | None, thread_
         }),
     )
     # Counted against the thread's user also when the call named none (the user-less SDK routes).
-    drafts = await _drafts(request, project=project, user_key=message.thread.user_key)
+    drafts = await _drafts(request, project=project, user_key=message.thread.user_key,
+                           thread_id=message.thread.id)
     return await db_call(suggestion_replace, message=message, drafts=drafts[:max_suggestions])
 
 
-async def _drafts(request: ModelRequest, *, project: Project, user_key: str | None) -> list[DraftSuggestion]:
+async def _drafts(request: ModelRequest, *, project: Project, user_key: str | None,
+                  thread_id: str) -> list[DraftSuggestion]:
     for attempt in range(1, ATTEMPTS + 1):
         # One request counts once against the run rates; every reply's tokens count.
-        reply = (await model_complete(request, project=project, user_key=user_key, admit=attempt == 1)).text
+        reply = (await model_complete(request, project=project, user_key=user_key, kind="suggestions",
+                                      thread_id=thread_id, admit=attempt == 1)).text
         try:
             parsed = json.loads(_unfenced(reply))
             # A bare array (what some servers answer without JSON mode) is read as the suggestions.

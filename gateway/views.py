@@ -32,6 +32,7 @@ from projects.auth import Principal, principal_aresolve
 from projects.models_config import model_chain_for
 from providers import get_provider
 from providers.base import Delta, ModelError, StepEnd
+from telemetry import metrics
 from telemetry.calls import metered
 
 log = logging.getLogger(__name__)
@@ -48,11 +49,13 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
         principal = await _principal(request)
         wait = await rate_limit_hit(bucket=principal.rate_limit_key, limit=settings.GATEWAY_RATE_LIMIT_PER_MINUTE)
         if wait is not None:
+            metrics.rate_limited(principal.project, "gateway_requests_per_minute")
             raise GatewayError(429, "Too many requests for this API key; try again later.", type_=RATE_LIMIT,
                                code="rate_limit_exceeded", retry_after=wait)
         chat = parse_chat_request(_body(request))
         await _admit(principal)
         route = model_resolve(requested=chat.model, project=principal.project)
+        chain = None
         if route.project_model:
             # The project's own models: the same fallbacks, keys and caps as its runs.
             chain = model_chain_for(principal.project, requested=route.alias)
@@ -61,7 +64,7 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
             deltas = _counted(get_provider(route.provider).stream(chat.model_request(route.model)), principal)
         deltas = metered(deltas, project=principal.project,
                          user_key=principal.session_user_key or principal.token_user_key or "",
-                         kind="gateway", model=route.model or route.alias, provider=route.provider)
+                         kind="gateway", model=route.model or route.alias, provider=route.provider, chain=chain)
         if not chat.stream:
             return JsonResponse(await _whole(deltas, route.alias))
         first = await _first(deltas)

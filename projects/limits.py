@@ -21,6 +21,7 @@ import math
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone as dt_timezone
+from typing import Callable
 
 from django.db import connection
 
@@ -33,6 +34,23 @@ TABLE = LimitCounter._meta.db_table
 PROJECT = ""  # the user_key of a project's own counters (no end user is stored as "")
 RUNS, TOKENS = "runs", "tokens"
 MINUTE, DAY = 60, 86400
+
+# Told of every refusal, with the project and the limit's setting name (`runs_per_minute_per_user` …):
+# telemetry counts them (tambo_rate_limited_total). It registers itself at start-up because projects
+# sits below telemetry in the import layers and cannot name it.
+_refusal_listeners: list[Callable[[object, str], None]] = []
+
+
+def on_refusal(listener: Callable[[object, str], None]) -> None:
+    """Calls `listener(project, limit)` at each refusal of `call_admit` (once per listener)."""
+    if listener not in _refusal_listeners:
+        _refusal_listeners.append(listener)
+
+
+def _refused(project, limit: str, problem: Problem) -> Problem:
+    for listener in _refusal_listeners:
+        listener(project, limit)
+    return problem
 
 
 @dataclass(frozen=True)
@@ -88,13 +106,15 @@ def call_admit(*, project, user_key: str | None) -> Budget | None:
     for key, limit in budgets.items():
         if spent.get(key, 0) >= limit:
             who = "this user's" if key else "the project's"
-            raise Problem(429, "BUDGET_EXCEEDED", f"Over {who} token budget for today ({limit} tokens).",
-                          retryAfter=_retry_after(now, DAY))
+            raise _refused(project, "tokens_per_day_per_user" if key else "tokens_per_day", Problem(
+                429, "BUDGET_EXCEEDED", f"Over {who} token budget for today ({limit} tokens).",
+                retryAfter=_retry_after(now, DAY)))
     for key, limit in rates.items():
         if key not in counted:
             who = "this user" if key else "the project"
-            raise Problem(429, "RATE_LIMITED", f"Over the run rate for {who} ({limit} a minute).",
-                          retryAfter=_retry_after(now, MINUTE))
+            raise _refused(project, "runs_per_minute_per_user" if key else "runs_per_minute", Problem(
+                429, "RATE_LIMITED", f"Over the run rate for {who} ({limit} a minute).",
+                retryAfter=_retry_after(now, MINUTE)))
     if not budgets:
         return None
     return Budget(remaining=min(limit - spent.get(key, 0) for key, limit in budgets.items()))

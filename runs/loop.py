@@ -188,12 +188,13 @@ async def _model_step(step: Step, messages: list[dict], started: StartedRun, pro
     aliases = ToolAliases([tool.name for tool in request.tools])
     meter = meter_of(started.run)
     try:
-        with tracing.model_span(meter, body.model) as span:
+        with tracing.model_span(meter, body.model, request) as span:
             async for delta in control.stream(provider.stream(aliases.request(request))):
                 delta = aliases.delta(delta)
                 if isinstance(delta, StepEnd):
                     step.finish_reason = delta.finish_reason
-                    tracing.model_span_result(span, finish_reason=delta.finish_reason, usage=delta.usage)
+                    tracing.model_span_result(span, finish_reason=delta.finish_reason, usage=delta.usage,
+                                              output=step)
                     if delta.usage:
                         # Kept on the run in memory; the run's end writes it.
                         started.run.usage = services.usage_add(started.run.usage, delta.usage)

@@ -12,9 +12,12 @@ SECRET_KEY unless DEBUG is set.
 from __future__ import annotations
 
 import argparse
+import glob
 import hashlib
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import environ
@@ -53,6 +56,36 @@ def serve_parser() -> argparse.ArgumentParser:
 
 def serve(argv: list[str]) -> int:
     args = serve_parser().parse_args(argv)
+    metrics_dir = metrics_dir_prepare(args.workers)
+    try:
+        return _serve(args)
+    finally:
+        if metrics_dir is not None:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+def metrics_dir_prepare(workers: int) -> str | None:
+    """With several workers, points PROMETHEUS_MULTIPROC_DIR at an empty folder (docs/operations-telemetry.md).
+
+    prometheus-client's multiprocess mode needs it in each worker's environment before the worker
+    imports it, and empty at each start (the files of a previous start would be counted again): an
+    operator's folder is emptied of its sample files, else a fresh temporary folder is made, whose
+    path is returned to be removed when the server stops.
+    """
+    if workers <= 1:
+        return None
+    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+        for path in glob.glob(os.path.join(directory, "*.db")):
+            os.remove(path)
+        return None
+    directory = tempfile.mkdtemp(prefix="tambo-prometheus-")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = directory
+    return directory
+
+
+def _serve(args: argparse.Namespace) -> int:
     import django
     from django.conf import settings
     from django.core.management import call_command

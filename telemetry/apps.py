@@ -11,3 +11,8 @@ class TelemetryConfig(AppConfig):
         from telemetry import tracing
 
         tracing.configure()
+        # The limits sit below telemetry in the layers: they tell of their refusals to whoever listens.
+        from projects import limits
+        from telemetry import metrics
+
+        limits.on_refusal(metrics.rate_limited)

@@ -8,12 +8,13 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import AsyncIterator, Awaitable, Callable
+from typing import AsyncIterator
 
 from core.db import db_call
 from django.conf import settings
 
-from providers.base import Completion, Delta, ModelError, ModelRequest, StepEnd
+from providers.base import Completion, Delta, ModelError, ModelRequest, Provider, StepEnd
+from providers.chain import ModelChain
 from telemetry import metrics
 from telemetry.models import Usage
 from telemetry.usage import tokens_of, usage_record_call
@@ -22,9 +23,10 @@ log = logging.getLogger(__name__)
 
 
 async def metered(deltas: AsyncIterator[Delta], *, project, user_key: str, kind: str, model: str,
-                  provider: str) -> AsyncIterator[Delta]:
+                  provider: str, chain=None) -> AsyncIterator[Delta]:
     """`deltas` unchanged; once they end (or fail, or are closed early) the call's usage is recorded.
-    A failure to record is logged, never raised into the caller's answer."""
+    With the ModelChain `chain` that streams them, the model that answered is recorded and the
+    fallbacks it took are counted. A failure to record is logged, never raised into the caller's answer."""
     started, usage, outcome, code = time.monotonic(), None, Usage.Outcome.CANCELLED, None
     try:
         async for delta in deltas:
@@ -36,6 +38,10 @@ async def metered(deltas: AsyncIterator[Delta], *, project, user_key: str, kind:
         raise
     finally:
         await deltas.aclose()
+        answered = getattr(chain, "answered", None)
+        if answered is not None:
+            model, provider = answered.model, answered.provider
+        metrics.fallbacks_taken(project.name, getattr(chain, "fallbacks", None))
         await _record(project=project, user_key=user_key, kind=kind, model=model, provider=provider, usage=usage,
                       duration=time.monotonic() - started, outcome=outcome, code=code)
 
@@ -50,23 +56,34 @@ class CallScope:
     thread_id: str | None = None
 
 
-async def complete_metered(complete: Callable[[ModelRequest], Awaitable[Completion]], request: ModelRequest, *,
-                           scope: CallScope) -> Completion:
-    """`await complete(request)`, with the call's usage recorded once it answered or failed."""
-    from telemetry.runs import resolved_model
-
+async def complete_metered(models: Provider | ModelChain, request: ModelRequest, *, scope: CallScope) -> Completion:
+    """`await models.complete(request)`, with the call's usage recorded once it answered or failed
+    (one INSERT) and its tokens counted. For a ModelChain the model recorded is the one that answered
+    (its first when none did) and its fallbacks are counted."""
     started, usage, outcome, code = time.monotonic(), None, Usage.Outcome.CANCELLED, None
     try:
-        completion = await complete(request)
+        completion = await models.complete(request)
         usage, outcome = completion.usage, Usage.Outcome.COMPLETED
         return completion
     except ModelError as exc:
         outcome, code = Usage.Outcome.FAILED, exc.code
         raise
     finally:
-        await _record(project=scope.project, user_key=scope.user_key, kind=scope.kind, model=resolved_model(request.model),
-                      provider=settings.MODEL_PROVIDER, usage=usage, duration=time.monotonic() - started,
-                      outcome=outcome, code=code, thread_id=scope.thread_id)
+        model, provider = _answering(models, request)
+        metrics.fallbacks_taken(scope.project.name, getattr(models, "fallbacks", None))
+        await _record(project=scope.project, user_key=scope.user_key, kind=scope.kind, model=model,
+                      provider=provider, usage=usage, duration=time.monotonic() - started, outcome=outcome,
+                      code=code, thread_id=scope.thread_id)
+
+
+def _answering(models: Provider | ModelChain, request: ModelRequest) -> tuple[str, str]:
+    """(model, provider) of the call, as a run's usage row names them."""
+    if isinstance(models, ModelChain):
+        target = models.answered or models.targets[0]
+        return target.model, target.provider
+    from telemetry.runs import resolved_model
+
+    return resolved_model(request.model), getattr(models, "name", None) or settings.MODEL_PROVIDER
 
 
 async def _record(*, project, user_key: str, kind: str, model: str, provider: str, usage, duration: float,

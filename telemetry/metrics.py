@@ -58,6 +58,19 @@ def model_label(model: str | None) -> str:
     return name
 
 
+def rate_limited(project, limit: str) -> None:
+    """One request refused by `limit`: a project limit's setting name (projects/limits.py tells of
+    those, registered in apps.py) or `gateway_requests_per_minute` (the gateway's per-key rate)."""
+    RATE_LIMITED.labels(project.name, limit).inc()
+
+
+def fallbacks_taken(project_name: str, fallbacks) -> None:
+    """The switches of a ModelChain (`{"from", "to", "code"}` each), counted once the call ended."""
+    for switch in fallbacks or ():
+        MODEL_FALLBACKS.labels(project_name, model_label(switch.get("from", "")),
+                               model_label(switch.get("to", ""))).inc()
+
+
 def multiprocess_dir() -> str:
     return os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")
 

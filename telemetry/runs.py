@@ -121,9 +121,7 @@ class RunEnd:
                 metrics.TOKENS.labels(project, model, kind).inc(count)
         for (kind, result), count in meter.tool_calls.items():
             metrics.TOOL_CALLS.labels(project, kind, result).inc(count)
-        for switch in getattr(self.run, "model_fallbacks", None) or []:
-            metrics.MODEL_FALLBACKS.labels(project, metrics.model_label(switch.get("from", "")),
-                                           metrics.model_label(switch.get("to", ""))).inc()
+        metrics.fallbacks_taken(project, getattr(self.run, "model_fallbacks", None))
         trace_id = tracing.run_span_end(meter, outcome=outcome, error_code=self.error_code, tokens=self.tokens)
         log.info("run end", extra={"fields": {
             "project": meter.project_name, "project_id": meter.project_id, "thread": meter.thread_id,

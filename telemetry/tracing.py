@@ -7,7 +7,8 @@ token. When it is set: a server span per request (continuing an incoming `tracep
 `invoke_agent` per run, `chat <model>` per model call and `execute_tool <name>` per tool call,
 with the GenAI semantic-convention attributes, and a span per SQL statement under whichever is
 current (the database worker threads get the caller's context: core/db.py). No message content is
-put in a span: the spans carry names, ids, counts and codes only.
+put in a span (names, ids, counts and codes only) unless OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT
+is true: then the `chat <model>` spans carry the messages sent and the answer (telemetry/content.py).
 """
 from __future__ import annotations
 
@@ -16,13 +17,14 @@ import os
 from typing import Any
 
 ENABLED = False
+CAPTURE_CONTENT = False  # the messages on the `chat` spans; read once, with the tracer
 _tracer: Any = None
 _NO_SPAN = contextlib.nullcontext()
 
 
 def configure() -> None:
     """Sets the process's tracer provider up, once, if an OTLP endpoint is configured."""
-    global ENABLED, _tracer
+    global ENABLED, CAPTURE_CONTENT, _tracer
     if ENABLED or not (os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
                        or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")):
         return
@@ -39,6 +41,9 @@ def configure() -> None:
     trace.set_tracer_provider(provider)
     _tracer = trace.get_tracer("tambo")
     ENABLED = True
+    from telemetry import content
+
+    CAPTURE_CONTENT = content.capture_enabled()
     from django.db.backends.signals import connection_created
 
     from core import db
@@ -134,21 +139,26 @@ def run_span_end(meter, *, outcome: str, error_code: str | None, tokens: dict[st
     return format(span.get_span_context().trace_id, "032x")
 
 
-def model_span(meter, model: str | None):
-    """A context manager around one model call, yielding the span (or None when tracing is off)."""
+def model_span(meter, model: str | None, request=None):
+    """A context manager around one model call (the ModelRequest `request`), yielding the span (or None
+    when tracing is off)."""
     if meter is None or meter.span is None:
         return _NO_SPAN
-    return _model_span(meter, model or meter.model)
+    return _model_span(meter, model or meter.model, request)
 
 
 @contextlib.contextmanager
-def _model_span(meter, model: str):
+def _model_span(meter, model: str, request):
     from opentelemetry import trace
 
     span = _tracer.start_span(f"chat {model}", context=trace.set_span_in_context(meter.span),
                               kind=trace.SpanKind.CLIENT, attributes={
                                   "gen_ai.operation.name": "chat", "gen_ai.provider.name": meter.provider,
                                   "gen_ai.request.model": model})
+    if CAPTURE_CONTENT and request is not None:
+        from telemetry import content
+
+        span.set_attribute("gen_ai.input.messages", content.input_messages(request.messages))
     try:
         yield span
     except BaseException as exc:
@@ -158,10 +168,19 @@ def _model_span(meter, model: str):
         span.end()
 
 
-def model_span_result(span, *, finish_reason: str | None, usage: dict | None) -> None:
+def model_span_result(span, *, finish_reason: str | None, usage: dict | None, output=None) -> None:
+    """The answer's facts on the model's span; with content capture on, also `output` (a runs.step.Step:
+    its `text` and `calls`, each with `id`, `name`, `arguments`) as `gen_ai.output.messages`."""
     if span is None:
         return
     from telemetry.usage import tokens_of
+
+    if CAPTURE_CONTENT and output is not None:
+        from telemetry import content
+
+        span.set_attribute("gen_ai.output.messages", content.output_messages(
+            text=output.text, calls=[(c.id, c.name, c.arguments) for c in output.calls.values()],
+            finish_reason=finish_reason))
 
     tokens = tokens_of(usage)
     # The providers report no response model apart from the one asked for: the request's is the answer's.

@@ -20,7 +20,7 @@ def test_a_side_call_uses_the_projects_models_and_falls_back(project, monkeypatc
         first.script(HTTPError(503))
         second.script(Text("A title"))
         answer = asyncio.run(model_complete(ModelRequest(messages=[{"role": "user", "content": "hi"}]), project=project,
-                                             user_key="alice"))
+                                             user_key="alice", kind="name"))
     assert answer.text == "A title"
     assert first.requests[0].body["model"] == "m-first" and second.requests[0].body["model"] == "m-second"
     assert second.requests[0].api_key == "sk-side-1"

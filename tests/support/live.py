@@ -34,7 +34,7 @@ def database_url() -> str:
 class LiveServer:
     def __init__(self, name: str, extra_env: dict[str, str] | None = None,
                  app: str = "tambo_project.asgi:application", args: tuple[str, ...] = (),
-                 start_timeout: float = 120.0):
+                 start_timeout: float = 120.0, through_cli: bool = False):
         self.name = name
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -46,12 +46,17 @@ class LiveServer:
         LOG_DIR.mkdir(parents=True, exist_ok=True)
         self.log_path = LOG_DIR / f"{name}-{self.port}.log"
         self._log = open(self.log_path, "wb")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1",
-             "--port", str(self.port), "--no-access-log", "--timeout-graceful-shutdown", "2",
-             "--http", "tambo_project.http_guard:GuardedHTTPProtocol", *args],  # as bin/serve
-            cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
-        )
+        command = [sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1",
+                   "--port", str(self.port), "--no-access-log", "--timeout-graceful-shutdown", "2",
+                   "--http", "tambo_project.http_guard:GuardedHTTPProtocol", *args]  # as bin/serve
+        if through_cli:
+            # The installed command's `serve` (tambo_project/cli.py), as the image runs it.
+            command = [sys.executable, "-c", "from tambo_project.cli import main; main()", "serve", "--host",
+                       "127.0.0.1", "--port", str(self.port), "--no-collectstatic", *args]
+            env.setdefault("SECRET_KEY", "live-server-cli-" + "k" * 40)
+            env.setdefault("STATIC_COLLECTED", "false")
+            env.setdefault("GRACEFUL_SHUTDOWN_SECONDS", "2")
+        self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT)
         try:
             self._wait(start_timeout)
         except BaseException:

@@ -1,6 +1,7 @@
-"""A real Prometheus (Debian's) scrapes a two-worker server: the counts it stores are the runs and
-tokens the test made, summed over both processes, and a worker killed and restarted by uvicorn loses
-none of them (prometheus-client's multiprocess mode)."""
+"""A real Prometheus (Debian's) scrapes a two-worker server started as deployments start it
+(`tambo-server serve --workers 2`): the counts it stores are the runs and tokens the test made, summed
+over both processes, none left over from an earlier start, and a worker killed and restarted by uvicorn
+loses none of them (prometheus-client's multiprocess mode)."""
 from __future__ import annotations
 
 import os
@@ -32,12 +33,23 @@ def _wait(condition, what: str, timeout: float = 60.0):
         time.sleep(0.2)
 
 
+def _stale_samples(directory: Path) -> None:
+    """The sample file a process of an earlier start left: 100 completed runs, which must not count."""
+    from prometheus_client.mmap_dict import MmapedDict, mmap_key
+
+    stale = MmapedDict(str(directory / "counter_999999.db"))
+    stale.write_value(mmap_key("tambo_runs", "tambo_runs_total", ["project", "model", "outcome"],
+                               ["test-project", "offline", "completed"], ""), 100.0, 0.0)
+    stale.close()
+
+
 @pytest.fixture
 def two_workers(transactional_db, tmp_path):
     directory = tmp_path / "multiproc"
     directory.mkdir()
+    _stale_samples(directory)
     server = LiveServer("metrics-2w", {"PROMETHEUS_MULTIPROC_DIR": str(directory), "METRICS_TOKEN": TOKEN,
-                                        "OFFLINE_MODEL_DELAY": "0"}, args=("--workers", "2"),
+                                        "OFFLINE_MODEL_DELAY": "0"}, args=("--workers", "2"), through_cli=True,
                         start_timeout=120.0)  # two processes importing the app on two busy cores
     try:
         yield server, directory
@@ -129,3 +141,35 @@ def test_prometheus_stores_the_runs_and_tokens_of_a_two_worker_server(two_worker
         "role": "user", "content": [{"type": "text", "text": "after the restart"}]}}, stream=True)
     assert list(read_events(more))[-1]["type"] == "RUN_FINISHED"
     assert _wait(lambda: _query(prometheus, completed) == RUNS + 1, f"{completed} == {RUNS + 1}")
+
+
+def _environ(pid: int) -> dict[str, str]:
+    pairs = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(pair.decode(errors="replace").split("=", 1) for pair in pairs if b"=" in pair)
+
+
+def test_tambo_server_with_two_workers_makes_its_own_folder_and_every_scrape_sums_both(transactional_db, api_key):
+    server = LiveServer("metrics-2w-cli", {"METRICS_TOKEN": TOKEN, "OFFLINE_MODEL_DELAY": "0"},
+                        args=("--workers", "2"), through_cli=True, start_timeout=120.0)
+    try:
+        workers = _wait(lambda: len(_children(server.process.pid)) == 2 and _children(server.process.pid),
+                        "two workers")
+        folders = {_environ(pid).get("PROMETHEUS_MULTIPROC_DIR") for pid in workers}
+        [folder] = folders
+        assert folder and Path(folder).is_dir()
+        for index in range(RUNS):
+            response = requests.post(server.url + "/v1/threads/runs", json={
+                "userKey": "alice", "message": {"role": "user", "content": [{"type": "text", "text": f"hi {index}"}]}},
+                headers={"x-api-key": api_key, "Connection": "close"}, stream=True, timeout=30)
+            assert list(read_events(response))[-1]["type"] == "RUN_FINISHED"
+        counts = []
+        for _ in range(4):
+            # Each scrape on a new connection, answered by either worker: each must see all the runs.
+            text = requests.get(server.url + "/metrics", timeout=10, headers={
+                "Authorization": f"Bearer {TOKEN}", "Connection": "close"}).text
+            counts.append(sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                              if line.startswith("tambo_runs_total{") and 'outcome="completed"' in line))
+        assert counts == [RUNS] * 4
+    finally:
+        server.stop()
+    assert not Path(folder).exists()  # removed when the server stopped

@@ -3,6 +3,7 @@ run, continuing the request's `traceparent`, with the spans and GenAI attributes
 and the database statements under them; no message text in any span."""
 from __future__ import annotations
 
+import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -58,19 +59,29 @@ class Receiver:
         self.server.shutdown()
 
 
-@pytest.fixture
-def traced(transactional_db, project):
+def _traced(project, **env: str):
     from tools.models import ProjectTool
 
     ProjectTool.objects.create(project=project, name="calculate")
     receiver = Receiver()
     server = LiveServer("traced", {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_BSP_SCHEDULE_DELAY": "50",
-                                   "OTEL_SERVICE_NAME": "tambo-test"})
+                                   "OTEL_SERVICE_NAME": "tambo-test", **env})
     try:
         yield server, receiver
     finally:
         server.stop()
         receiver.close()
+
+
+@pytest.fixture
+def traced(transactional_db, project):
+    # Set to false, as unset: no content.
+    yield from _traced(project, OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT="false")
+
+
+@pytest.fixture
+def traced_with_content(transactional_db, project):
+    yield from _traced(project, OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT="true")
 
 
 def _attrs(span) -> dict:
@@ -128,3 +139,34 @@ def test_a_run_is_one_trace_with_agent_model_tool_and_database_spans(traced, api
     # No message content anywhere in what was exported.
     for body in receiver.raw:
         assert b"secret-words-91" not in body and b"6*7" not in body
+    assert not {"gen_ai.input.messages", "gen_ai.output.messages"} & set().union(*(_attrs(c) for c in chats))
+
+
+def test_with_content_capture_on_the_model_spans_carry_the_messages_and_the_answers(traced_with_content, api_key):
+    server, receiver = traced_with_content
+    response = Api(server.url, api_key).post("/v1/threads/runs", {"userKey": "alice", "message": {
+        "role": "user", "content": [{"type": "text", "text": TEXT}]}}, stream=True)
+    events = list(read_events(response))
+    assert events[-1]["type"] == "RUN_FINISHED"
+
+    receiver.wait_for(lambda spans: sum(s.name == "chat offline" for s in spans) >= 2)
+    chats = [_attrs(s) for s in receiver.spans if s.name == "chat offline"]
+    asked, answered = sorted(chats, key=lambda a: a["gen_ai.response.finish_reasons"][0] != "tool_calls")
+    inputs = json.loads(asked["gen_ai.input.messages"])
+    assert {"role": "user", "parts": [{"type": "text", "content": TEXT}]} in inputs
+    [call_out] = json.loads(asked["gen_ai.output.messages"])
+    assert call_out["role"] == "assistant" and call_out["finish_reason"] == "tool_calls"
+    [tool_call] = [p for p in call_out["parts"] if p["type"] == "tool_call"]
+    assert tool_call["name"] == "calculate" and tool_call["arguments"] == {"expression": "6*7"}
+    # The second call sees the tool's result under the call's id, and its answer is the run's text.
+    then = json.loads(answered["gen_ai.input.messages"])
+    [result] = [m for m in then if m["role"] == "tool"]
+    assert result["parts"][0]["type"] == "tool_call_response" and result["parts"][0]["id"] == tool_call["id"]
+    assert "42" in result["parts"][0]["response"]
+    [final] = json.loads(answered["gen_ai.output.messages"])
+    texts: dict[str, str] = {}
+    for event in events:
+        if event["type"] == "TEXT_MESSAGE_CONTENT":
+            texts[event["messageId"]] = texts.get(event["messageId"], "") + event["delta"]
+    assert final == {"role": "assistant", "parts": [{"type": "text", "content": list(texts.values())[-1]}],
+                     "finish_reason": "stop"}
