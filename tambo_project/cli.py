@@ -108,7 +108,9 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     uvicorn.run("tambo_project.asgi:application", host=args.host, port=args.port, workers=args.workers,
-                lifespan="on", access_log=True, proxy_headers=True,
+                # The access line is the telemetry middleware's `tambo.access` (ACCESS_LOG), with the
+                # route, run and trace ids; uvicorn's own would log every request a second time.
+                lifespan="on", access_log=False, proxy_headers=True,
                 # Closes a connection that does not send a request's head in time (docs/operations-faults.md).
                 http="tambo_project.http_guard:GuardedHTTPProtocol",
                 # Behind a reverse proxy on another address, list it (FORWARDED_ALLOW_IPS) so that
