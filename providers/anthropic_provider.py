@@ -9,6 +9,7 @@ This module does not import Django.
 """
 from __future__ import annotations
 
+from contextlib import aclosing
 from typing import Any, AsyncIterator
 
 import anthropic
@@ -22,7 +23,7 @@ from providers.openai_provider import (_TIMEOUTS, _TRANSPORT_ERRORS, MSG_BAD_CRE
                                        MSG_INCOMPLETE, MSG_RATE_LIMITED, MSG_REJECTED, MSG_SERVER_ERROR,
                                        MSG_STREAM_ERROR, MSG_TIMEOUT, MSG_UNREACHABLE, MSG_UNREADABLE,
                                        sse_payloads)
-from providers.vendor_client import VendorProvider
+from providers.vendor_client import VendorProvider, stream_folded
 
 _STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop", "max_tokens": "length",
                  "tool_use": "tool_calls", "refusal": "content_filter"}
@@ -40,18 +41,11 @@ class AnthropicProvider(VendorProvider):
         Closing this generator closes the HTTP response at once."""
         params = messages_params(request, default_model=self.default_model)
         opening = self._client().messages.with_streaming_response.create(**params, stream=True)
-        try:
-            response = await opening.__aenter__()
-        except anthropic.APIError as exc:
-            raise model_error(exc, started=False) from exc
-        try:
-            fold = _EventFold()
-            async for event in _events(response.http_response.aiter_bytes()):
-                for delta in fold.feed(event):
-                    yield delta
-            yield fold.end()
-        finally:
-            await opening.__aexit__(None, None, None)
+        # aclosing: closing this generator closes the template's at once, and with it the response.
+        async with aclosing(stream_folded(opening, api_error=anthropic.APIError, to_model_error=model_error,
+                                          read=_events, fold=_EventFold())) as deltas:
+            async for delta in deltas:
+                yield delta
 
     async def complete(self, request: ModelRequest) -> Completion:
         """One non-streamed answer (no tools); the same error mapping as `stream`."""
