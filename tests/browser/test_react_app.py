@@ -422,7 +422,10 @@ def test_an_image_added_with_the_sdks_add_image_reaches_the_model_byte_for_byte(
         chromium, app_origin, api_key, tmp_path):
     picture = png(120, 80, seed=11)
     (tmp_path / "chart.png").write_bytes(picture)
-    with FakeOpenAI() as fake, openai_live_server("react-image", fake.base_url, "sk-react") as server:
+    # After the answer the app asks for suggestions (and may name the thread) on the same model: the
+    # fake's default reply is a valid suggestion list, so those calls succeed whenever they come.
+    ideas = Text(json.dumps([{"title": "Trends", "detailed_suggestion": "Which trend does the chart show?"}]))
+    with FakeOpenAI(default_reply=ideas) as fake, openai_live_server("react-image", fake.base_url, "sk-react") as server:
         fake.script(Text("A chart."))
         context = chromium.new_context(viewport={"width": 1280, "height": 800})
         context.set_default_timeout(20_000)
