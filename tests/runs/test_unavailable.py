@@ -69,9 +69,10 @@ def test_a_database_error_before_a_run_streams_answers_503(key, monkeypatch):
     _assert_503(asyncio.run(post()))
 
 
-def test_a_run_whose_start_fails_inside_the_lock_transaction_leaves_the_thread_as_it_was(key, project, monkeypatch):
-    # The history is read in the lock's transaction (runs/services.py run_start): its failure rolls the
-    # lock, the Run row and the stored input back together, so nothing is left to release.
+def test_a_run_whose_history_cannot_be_read_gives_the_lock_back_and_keeps_the_message(key, project, monkeypatch):
+    # The history is read after the lock's transaction committed (runs/start_history.py: images would
+    # otherwise load under the row lock). Its failure answers 503, records the run as failed and gives
+    # the lock back at once; the user's message stays stored, as after any failed run.
     thread = thread_services.thread_create(project=project, user_key="alice")
     real_messages_all = selectors.message_list_all
 
@@ -93,8 +94,10 @@ def test_a_run_whose_start_fails_inside_the_lock_transaction_leaves_the_thread_a
 
     _assert_503(asyncio.run(post_then_wait_for_idle()))
     thread.refresh_from_db()
-    assert thread.current_run_id is None and thread.last_run_error is None
-    assert not Run.objects.filter(thread=thread).exists() and not thread.messages.exists()
+    assert thread.current_run_id is None and thread.run_status == RunStatus.IDLE
+    [run] = Run.objects.filter(thread=thread)
+    assert run.status == Run.Status.FAILED and run.error_code == "HISTORY_UNREADABLE"
+    assert [m.role for m in thread.messages.all()] == ["user"]
 
 
 def test_a_database_error_in_the_gateway_answers_503_in_openai_shape(key, monkeypatch):
