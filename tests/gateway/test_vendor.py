@@ -1,6 +1,8 @@
 """The gateway in front of a real OpenAI-compatible vendor (the tests' scripted fake server)."""
 from __future__ import annotations
 
+import time
+
 import pytest
 import requests
 
@@ -216,3 +218,11 @@ def test_the_vendor_call_is_closed_when_the_caller_leaves(gateway, fake, api_key
     record = fake.last_request
 
     assert record.disconnected.wait(10)
+    # The call left is still recorded, as cancelled, once the vendor's response is closed. (Waiting for
+    # it also keeps the server's write from racing the test database's flush after the test.)
+    from telemetry.models import Usage
+
+    deadline = time.monotonic() + 30
+    while not Usage.objects.filter(kind=Usage.Kind.GATEWAY, outcome=Usage.Outcome.CANCELLED).exists():
+        assert time.monotonic() < deadline, "the cancelled gateway call was never recorded"
+        time.sleep(0.05)
