@@ -15,14 +15,12 @@ from typing import Any, AsyncIterator
 import anthropic
 import orjson
 
-from clientsdk.retry_after import retry_after_seconds
 from providers.anthropic_messages import messages_params
 from providers.base import (Completion, Delta, ModelError, ModelRequest, ReasoningBlock, ReasoningDelta, StepEnd,
                             TextDelta, ToolCallDelta)
-from providers.openai_provider import (_TIMEOUTS, _TRANSPORT_ERRORS, MSG_BAD_CREDENTIALS, MSG_CONNECTION_LOST,
-                                       MSG_INCOMPLETE, MSG_RATE_LIMITED, MSG_REJECTED, MSG_SERVER_ERROR,
-                                       MSG_STREAM_ERROR, MSG_TIMEOUT, MSG_UNREACHABLE, MSG_UNREADABLE,
-                                       sse_payloads)
+from providers.openai_provider import (_TIMEOUTS, _TRANSPORT_ERRORS, MSG_CONNECTION_LOST, MSG_INCOMPLETE,
+                                       MSG_RATE_LIMITED, MSG_STREAM_ERROR, MSG_TIMEOUT, MSG_UNREADABLE,
+                                       sdk_model_error, sse_payloads)
 from providers.vendor_client import VendorProvider, stream_folded
 
 _STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop", "max_tokens": "length",
@@ -196,24 +194,6 @@ def _int(value: Any) -> int:
 
 
 def model_error(exc: anthropic.APIError, *, started: bool) -> ModelError:
-    """The safe ModelError for an anthropic client error (the same codes and sentences as openai's)."""
-    if isinstance(exc, anthropic.APIStatusError):
-        status = exc.status_code
-        if status == 429:
-            return ModelError("LLM_RATE_LIMITED", MSG_RATE_LIMITED, retryable=True, status=status,
-                              retry_after=retry_after_seconds(exc.response.headers))
-        if 400 <= status < 500:
-            message = MSG_BAD_CREDENTIALS if status in (401, 403) else MSG_REJECTED
-            return ModelError("LLM_CLIENT_ERROR", message, retryable=False, status=status)
-        # 529 (overloaded) included: retryable, and a reason to fall back.
-        return ModelError("LLM_SERVER_ERROR", MSG_SERVER_ERROR, retryable=True, status=status,
-                          retry_after=retry_after_seconds(exc.response.headers))
-    if isinstance(exc, anthropic.APITimeoutError):
-        message = MSG_TIMEOUT
-    elif isinstance(exc, anthropic.APIConnectionError):
-        message = MSG_CONNECTION_LOST if started else MSG_UNREACHABLE
-    elif isinstance(exc, anthropic.APIResponseValidationError):
-        message = MSG_UNREADABLE
-    else:
-        message = MSG_STREAM_ERROR
-    return ModelError("LLM_SERVER_ERROR", message, retryable=True)
+    """The safe ModelError for an anthropic client error (the same codes and sentences as openai's);
+    a 529 (overloaded) is retryable, a reason to fall back, and its `Retry-After` is kept."""
+    return sdk_model_error(exc, anthropic, started=started, server_retry_after=True)

@@ -270,7 +270,14 @@ class _StepFold:
 
 def model_error(exc: openai.APIError, *, started: bool) -> ModelError:
     """The safe ModelError for an openai client error; `started` is whether the stream had begun."""
-    if isinstance(exc, openai.APIStatusError):
+    return sdk_model_error(exc, openai, started=started)
+
+
+def sdk_model_error(exc: Exception, sdk: Any, *, started: bool, server_retry_after: bool = False) -> ModelError:
+    """The safe ModelError for an error of a vendor SDK (`sdk`: the `openai` or `anthropic` module,
+    whose error classes have the same names): the same codes and sentences for every vendor.
+    `server_retry_after`: a 5xx's `Retry-After` is honoured too (Anthropic's 529, overloaded)."""
+    if isinstance(exc, sdk.APIStatusError):
         status = exc.status_code
         if status == 429:
             return ModelError("LLM_RATE_LIMITED", MSG_RATE_LIMITED, retryable=True, status=status,
@@ -278,12 +285,13 @@ def model_error(exc: openai.APIError, *, started: bool) -> ModelError:
         if 400 <= status < 500:
             message = MSG_BAD_CREDENTIALS if status in (401, 403) else MSG_REJECTED
             return ModelError("LLM_CLIENT_ERROR", message, retryable=False, status=status)
-        return ModelError("LLM_SERVER_ERROR", MSG_SERVER_ERROR, retryable=True, status=status)
-    if isinstance(exc, openai.APITimeoutError):
+        retry_after = retry_after_seconds(exc.response.headers) if server_retry_after else None
+        return ModelError("LLM_SERVER_ERROR", MSG_SERVER_ERROR, retryable=True, status=status, retry_after=retry_after)
+    if isinstance(exc, sdk.APITimeoutError):
         message = MSG_TIMEOUT
-    elif isinstance(exc, openai.APIConnectionError):
+    elif isinstance(exc, sdk.APIConnectionError):
         message = MSG_CONNECTION_LOST if started else MSG_UNREACHABLE
-    elif isinstance(exc, openai.APIResponseValidationError):
+    elif isinstance(exc, sdk.APIResponseValidationError):
         message = MSG_UNREADABLE
     else:
         message = MSG_STREAM_ERROR  # an `{"error": ...}` event inside the stream
