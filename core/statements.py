@@ -74,15 +74,16 @@ def execute(sql: str, params: Sequence[Any], *, using: str = "default") -> tuple
 
 
 class Insert:
-    """The INSERT of a whole row of `model` (every concrete column; the primary key must not be an
-    auto field: this code's ids are made in Python), written once. `save(obj)` is what
-    `obj.save(force_insert=True)` does for a model with no custom save and no save signals:
-    the fields' `pre_save` (defaults, `auto_now`) and preparation, then the statement."""
+    """The INSERT of a whole row of `model` (every concrete column), written once. `save(obj)` is
+    what `obj.save(force_insert=True)` does for a model with no custom save and no save signals:
+    the fields' `pre_save` (defaults, `auto_now`) and preparation, then the statement. A model whose
+    primary key is an auto field gets it from the database, and `obj.pk` stays unset (no RETURNING:
+    the callers of such inserts, the usage rows, never read it back)."""
 
     def __init__(self, model: type[Model]):
-        assert not model._meta.pk.get_internal_type().endswith("AutoField"), model
         self.model = model
-        self.fields = list(model._meta.concrete_fields)
+        auto = model._meta.pk.get_internal_type().endswith("AutoField")
+        self.fields = [f for f in model._meta.concrete_fields if not (auto and f.primary_key)]
         columns = ", ".join(quote(f.column) for f in self.fields)
         values = ", ".join(["%s"] * len(self.fields))
         self.sql = f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES ({values})"

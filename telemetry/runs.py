@@ -17,9 +17,12 @@ from typing import Any
 
 from django.conf import settings
 
+from core.statements import Insert
 from telemetry import metrics, tracing
 from telemetry.models import Usage
 from telemetry.usage import tokens_of
+
+_USAGE_INSERT = Insert(Usage)  # on every run's end: written once, not built by the ORM per run
 
 log = logging.getLogger("tambo.run")
 
@@ -96,12 +99,12 @@ class RunEnd:
         meter = self.meter
         if meter is None or meter.ended:
             return
-        Usage.objects.create(
+        _USAGE_INSERT.save(Usage(
             project_id=meter.project_id, user_key=meter.user_key, kind=Usage.Kind.RUN, run_id=meter.run_id,
             thread_id=meter.thread_id, model=meter.model[:200], provider=meter.provider[:40],
             input_tokens=self.tokens["input"], output_tokens=self.tokens["output"],
             reasoning_tokens=self.tokens["reasoning"], duration_ms=_ms(self.duration), ttft_ms=_ms(meter.ttft),
-            outcome=self.outcome, error_code=self.error_code)
+            outcome=self.outcome, error_code=self.error_code))
 
     def observe(self, *, released: bool) -> None:
         """The run's samples, end log line and span end, once, whether or not its lock was still held."""
