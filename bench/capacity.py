@@ -195,9 +195,30 @@ def concurrency(n: int, delay: float, pool: int) -> None:
 
 # --- per run -----------------------------------------------------------------------------------------
 
+CONVERSATION = 10  # runs per thread in per-run's "existing thread" series: a short conversation
+
+
+def conversation_run(session: requests.Session, url: str, thread: str | None, previous: str | None
+                     ) -> tuple[float, str, str]:
+    """One `!stream 10` run, on a new thread or after `previous` on `thread`: (seconds to RUN_STARTED,
+    the thread's id, the run's id)."""
+    body = run_body("!stream 10")
+    if previous:
+        body["previousRunId"] = previous
+    path = f"/v1/threads/{thread}/runs" if thread else "/v1/threads/runs"
+    began, started = time.perf_counter(), 0.0
+    with session.post(url + path, json=body, stream=True, timeout=120) as response:
+        response.raise_for_status()
+        for line in response.iter_lines():
+            if not started and line.startswith(b"data:") and b"RUN_STARTED" in line:
+                started = time.perf_counter() - began
+        return started, response.headers.get("X-Thread-Id") or thread, response.headers["X-Run-Id"]
+
+
 def per_run(runs: int) -> None:
-    print(f"\nper-run: {runs} sequential runs of 10-delta answers (offline `!stream 10`), one client")
-    print(f"{'database':<11} {'CPU ms/run':>10} {'RUN_STARTED ms p50':>19} {'statements/run':>15}")
+    print(f"\nper-run: {runs} sequential runs of 10-delta answers (offline `!stream 10`), one client; "
+          f"on new threads, then as conversations of {CONVERSATION} runs (each run after the first on its thread)")
+    print(f"{'database':<11} {'thread':<9} {'CPU ms/run':>10} {'RUN_STARTED ms p50':>19} {'statements/run':>15}")
     cluster = PgCluster(max_connections=100, options="-c log_statement=all -c log_min_messages=log")
     try:
         for name, env in (("SQLite", sqlite_env()), ("PostgreSQL", {"DATABASE_URL": cluster.url})):
@@ -209,15 +230,22 @@ def per_run(runs: int) -> None:
                 session.headers["x-api-key"] = key
                 for _ in range(5):
                     read_run(session, url + "/v1/threads/runs", run_body("!stream 10"))  # warm-up
-                log_at = cluster.log_size()
-                before = cpu_seconds(app.pid)
-                started = [read_run(session, url + "/v1/threads/runs", run_body("!stream 10"))[0]
-                           for _ in range(runs)]
-                cpu = (cpu_seconds(app.pid) - before) / runs * 1000
-                statements = cluster.statements_since(log_at) / runs if name == "PostgreSQL" else float("nan")
+                for kind in ("new", "existing"):
+                    log_at = cluster.log_size()
+                    before = cpu_seconds(app.pid)
+                    started, thread, previous = [], None, None
+                    for i in range(runs):
+                        if kind == "new" or i % CONVERSATION == 0:
+                            thread = previous = None
+                        seconds, thread, previous = conversation_run(session, url, thread, previous)
+                        if kind == "new" or i % CONVERSATION:
+                            started.append(seconds)
+                    cpu = (cpu_seconds(app.pid) - before) / runs * 1000
+                    statements = cluster.statements_since(log_at) / runs if name == "PostgreSQL" else float("nan")
+                    print(f"{name:<11} {kind:<9} {cpu:>10.2f} {statistics.median(started) * 1000:>19.2f} "
+                          f"{statements:>15.1f}")
             finally:
                 app.terminate(), app.wait()
-            print(f"{name:<11} {cpu:>10.2f} {statistics.median(started) * 1000:>19.2f} {statements:>15.1f}")
     finally:
         cluster.stop()
     print("CPU is the server process's user+system time over the runs (the client is another process).")

@@ -93,3 +93,24 @@ class Insert:
         execute(self.sql, [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in self.fields], using=using)
         obj._state.adding, obj._state.db = False, using
         return obj
+
+
+class Update:
+    """The UPDATE of every concrete column of one row of `model`, by primary key, written once.
+    `save(obj)` is what `obj.save()` does for a row that exists, for a model with no custom save and
+    no save signals: each field's `pre_save` and preparation, then the statement. Returns the rows
+    changed (0 when the row is gone, where the ORM would INSERT instead: callers hold the row locked)."""
+
+    def __init__(self, model: type[Model]):
+        self.model = model
+        self.pk = model._meta.pk
+        self.fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+        assignments = ", ".join(f"{quote(f.column)} = %s" for f in self.fields)
+        self.sql = f"UPDATE {quote(model._meta.db_table)} SET {assignments} WHERE {quote(self.pk.column)} = %s"
+
+    def save(self, obj: Model, *, using: str = "default") -> int:
+        connection = connections[using]
+        params = [f.get_db_prep_save(f.pre_save(obj, False), connection) for f in self.fields]
+        params.append(self.pk.get_db_prep_value(obj.pk, connection))
+        _, changed = execute(self.sql, params, using=using)
+        return changed

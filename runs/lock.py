@@ -26,6 +26,7 @@ from runs.models import Run
 from runs.statements import run_release
 from threads.models import LEASE_EXPIRED_CODE, RunStatus, Thread  # noqa: F401 - LEASE_EXPIRED_CODE for callers
 from threads.services import thread_lock
+from threads.statements import THREAD_UPDATE
 
 
 def _lease_deadline():
@@ -75,7 +76,8 @@ def lock_take(*, thread_id: str, run_id: str, in_lock: Callable[[Thread], Any] |
         if in_lock is not None:
             in_lock(thread)
         _hold(thread, run_id, status)
-        thread.save()
+        # Every column, as thread.save() writes them, through a statement written once.
+        THREAD_UPDATE.save(thread)
     return thread
 
 
@@ -116,20 +118,24 @@ def lock_renew(*, run_ids: list[str]) -> int:
 
 def lock_release(*, thread_id: str, run_id: str, run_status: str, thread_fields: dict[str, Any] | None = None,
                  error_code: str | None = None, error_message: str | None = None,
-                 run_fields: dict[str, Any] | None = None, in_lock: Callable[[], Any] | None = None) -> bool:
+                 run_fields: dict[str, Any] | None = None, in_lock: Callable[[], Any] | None = None,
+                 before: Callable[[], Any] | None = None) -> bool:
     """Releases the lock held by `run_id` (→ IDLE) and records how the run ended.
 
     Holds the thread's row lock for one short transaction. Only the holder can release: for any
     other run this changes nothing and returns False (its lease was taken over, for instance).
     `thread_fields` are set on the thread in the same transaction (pending ids, last run …), and
-    `run_fields` on the run (its token usage); `in_lock()` runs last in the same transaction, and only
-    when the lock was released (the run's usage record: telemetry/runs.py).
+    `run_fields` on the run (its token usage); `before()` runs first in the same transaction, whether
+    or not the lock is still held (the run's last step, stored with its end: runs/services.py), and
+    `in_lock()` last, only when the lock was released (the run's usage record: telemetry/runs.py).
     """
     now = timezone.now()
     # One conditional UPDATE is the check and the write: it takes the row lock and changes the row
     # only while `run_id` holds the lock; the run's is written with it (runs/statements.py: one
     # statement on PostgreSQL, two in this transaction on SQLite).
     with transaction.atomic():
+        if before is not None:
+            before()
         released = run_release(
             thread_id=thread_id, run_id=run_id,
             thread_values={"run_status": RunStatus.IDLE, "current_run_id": None, "lease_expires_at": None,

@@ -95,9 +95,18 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
             step = control.step = Step(message_id=services.message_id_new(), toolbox=toolbox)
             async for event in _model_step(step, messages, started, provider, control):
                 yield event
-            await db_call(services.step_persist, thread=thread, run=run, message_id=step.message_id,
-                          content=step.content(), cancelled=False, reasoning=step.reasoning.texts(),
-                          reasoning_duration_ms=step.reasoning.duration_ms, reasoning_blocks=step.reasoning_blocks)
+            stored = dict(message_id=step.message_id, content=step.content(), cancelled=False,
+                          reasoning=step.reasoning.texts(), reasoning_duration_ms=step.reasoning.duration_ms,
+                          reasoning_blocks=step.reasoning_blocks)
+            if not step.calls:
+                # The answer: stored with the run's end, one transaction and one database call.
+                released = await db_call(services.run_complete, thread=thread, run=run, last_step=stored)
+                persisted, step = step, None
+                control.step = None
+                control.settle("completed")
+                yield RunFinishedEvent(thread_id=thread.id, run_id=run.id) if released else _lost_lock()
+                return
+            await db_call(services.step_persist, thread=thread, run=run, **stored)
             persisted, step = step, None
             control.step = None  # stored: nothing left to checkpoint or to store after a crash
             messages.append(persisted.model_message())
@@ -107,11 +116,6 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
             if pending:
                 async for event in _pause(started, control, pending):
                     yield event
-                return
-            if not persisted.calls:
-                released = await db_call(services.run_complete, thread=thread, run=run)
-                control.settle("completed")
-                yield RunFinishedEvent(thread_id=thread.id, run_id=run.id) if released else _lost_lock()
                 return
         raise ModelError("LLM_CLIENT_ERROR", "The model kept calling tools without answering.", retryable=False)
     except RunCancelled as exc:

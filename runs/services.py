@@ -192,14 +192,23 @@ def step_persist(*, thread: Thread, run: Run, message_id: str, content: list[dic
     """Stores one model step: the assistant message (once, when it ended, with the reasoning before
     it and the provider's signed reasoning blocks) and its tool results."""
     with transaction.atomic():
-        if content or cancelled or reasoning:
-            thread_services.message_create(thread=thread, role=Message.Role.ASSISTANT, content=content,
-                                           run_id=run.id, is_cancelled=cancelled, message_id=message_id,
-                                           reasoning=reasoning, reasoning_duration_ms=reasoning_duration_ms,
-                                           reasoning_blocks=reasoning_blocks or None)
-        for tool_call_id, block in tool_messages:
-            thread_services.message_create(thread=thread, role=Message.Role.TOOL, content=[block], run_id=run.id,
-                                           tool_call_id=tool_call_id, parent_message_id=message_id)
+        step_store(thread=thread, run=run, message_id=message_id, content=content, cancelled=cancelled,
+                    tool_messages=tool_messages, reasoning=reasoning, reasoning_duration_ms=reasoning_duration_ms,
+                    reasoning_blocks=reasoning_blocks)
+
+
+def step_store(*, thread: Thread, run: Run, message_id: str, content: list[dict], cancelled: bool,
+                tool_messages: list[tuple[str, dict]] = (), reasoning: list[str] | None = None,
+                reasoning_duration_ms: int | None = None, reasoning_blocks: list[dict] | None = None) -> None:
+    """What step_persist stores, in the caller's transaction (the release's, for a run's last step)."""
+    if content or cancelled or reasoning:
+        thread_services.message_create(thread=thread, role=Message.Role.ASSISTANT, content=content,
+                                       run_id=run.id, is_cancelled=cancelled, message_id=message_id,
+                                       reasoning=reasoning, reasoning_duration_ms=reasoning_duration_ms,
+                                       reasoning_blocks=reasoning_blocks or None)
+    for tool_call_id, block in tool_messages:
+        thread_services.message_create(thread=thread, role=Message.Role.TOOL, content=[block], run_id=run.id,
+                                       tool_call_id=tool_call_id, parent_message_id=message_id)
 
 
 def usage_add(total: dict[str, int] | None, step: dict[str, Any]) -> dict[str, int]:
@@ -221,8 +230,10 @@ def run_pause(*, thread: Thread, run: Run, pending_ids: list[str]) -> bool:
                                    "last_run_cancelled": None, "last_run_error": None})
 
 
-def run_complete(*, thread: Thread, run: Run) -> bool:
-    return _release(thread=thread, run=run, run_status=Run.Status.COMPLETED,
+def run_complete(*, thread: Thread, run: Run, last_step: dict[str, Any] | None = None) -> bool:
+    """Ends the run as completed; `last_step`, step_persist's arguments for the answer that ends it,
+    stores that step in the same transaction: the end of a run is one database call."""
+    return _release(thread=thread, run=run, run_status=Run.Status.COMPLETED, last_step=last_step,
                     thread_fields={"pending_tool_call_ids": [], "last_completed_run_id": run.id,
                                    "last_run_cancelled": None, "last_run_error": None})
 
@@ -243,13 +254,16 @@ def run_fail(*, thread: Thread, run: Run, code: str, message: str) -> bool:
                     error_code=code, error_message=message)
 
 
-def _release(*, thread: Thread, run: Run, run_status: str, **fields: Any) -> bool:
+def _release(*, thread: Thread, run: Run, run_status: str, last_step: dict[str, Any] | None = None,
+             **fields: Any) -> bool:
     """Releases the lock and records the run's end; its usage row is written in the same transaction
-    (no statement of its own per step) and its metrics, log line and span follow (telemetry/runs.py)."""
+    (no statement of its own per step) and its metrics, log line and span follow (telemetry/runs.py).
+    `last_step` is stored first in that transaction, held lock or not (as step_persist would)."""
     _usage_record(thread, run)
     end = RunEnd(run=run, outcome=run_status, error_code=fields.get("error_code"))
+    before = (lambda: step_store(thread=thread, run=run, **last_step)) if last_step is not None else None
     released = lock_release(thread_id=thread.id, run_id=run.id, run_status=run_status, run_fields=_run_fields(run),
-                            in_lock=end.record, **fields)
+                            in_lock=end.record, before=before, **fields)
     end.observe(released=released)
     return released
 

@@ -7,6 +7,7 @@ from django.db.models.functions import Cast, Length
 
 from core.problems import Problem
 from projects.models import Project
+from threads import statements
 from threads.cursors import encode_cursor, keyset_page
 from threads.models import Message, Thread
 
@@ -72,7 +73,8 @@ def message_batch(*, thread: Thread, ids: list[str]) -> list[Message]:
 
 
 def message_list_all(*, thread: Thread) -> list[Message]:
-    return list(thread.messages.order_by("created_at", "id"))
+    # Every run reads its history: a statement written once (threads/statements.py), not a queryset.
+    return statements.messages_oldest_first(thread)
 
 
 def message_list_newest(*, thread: Thread, max_chars: int, batch: int = 100) -> tuple[list[Message], bool]:
@@ -80,23 +82,18 @@ def message_list_newest(*, thread: Thread, max_chars: int, batch: int = 100) -> 
     content passes `max_chars` (the batch that passes it is kept whole), and whether they reach back
     to the thread's first message: a long thread under a context budget is not loaded whole to be
     cut afterwards. The caller trims to turn boundaries."""
-    from django.db.models import Q
-
     newest: list[Message] = []
     size = 0
     whole = False
-    query = thread.messages.order_by("-created_at", "-id")
+    last = None
     while size <= max_chars:
-        rows = list(query[:batch])
+        rows = statements.messages_newest_first(thread, limit=batch, before=last)
         newest.extend(rows)
         size += sum(len(str(m.content)) + len(str(m.additional_context or "")) for m in rows)
         if len(rows) < batch:
             whole = True
             break
         last = rows[-1]
-        query = thread.messages.filter(Q(created_at__lt=last.created_at) | Q(created_at=last.created_at,
-                                                                              id__lt=last.id)
-                                       ).order_by("-created_at", "-id")
     newest.reverse()
     return newest, whole
 

@@ -1,6 +1,7 @@
-"""The run path's read-and-lock of a requester's thread as a statement written once
-(core/statements.py), with more columns of the caller's in the same statement (the project's server
-tools, tools/statements.py). threads.services `thread_lock` is the general form of the same lock.
+"""The run path's statements on threads and messages, written once (core/statements.py): the
+read-and-lock of a requester's thread, with more columns of the caller's in the same statement (the
+project's server tools, tools/statements.py; threads.services `thread_lock` is the general form of
+the same lock), the locked thread's UPDATE, and the reads of a starting run's history.
 """
 from __future__ import annotations
 
@@ -9,10 +10,14 @@ from typing import Callable
 from django.db import connections
 
 from core.problems import Problem
-from core.statements import Columns, execute, quote
-from threads.models import Thread
+from core.statements import Columns, Update, execute, quote
+from threads.models import Message, Thread
 
 _THREAD = Columns(Thread, "t")
+_MESSAGE = Columns(Message, "m")
+
+# What `thread.save()` writes for the thread row the lock holds (runs/lock.py).
+THREAD_UPDATE = Update(Thread)
 
 
 class ScopedThreadLock:
@@ -44,3 +49,36 @@ class ScopedThreadLock:
         for name, value in zip(self._names, rows[0][len(_THREAD):]):
             setattr(thread, name, value)
         return thread
+
+
+# A thread's messages in their order, as `thread.messages.order_by("created_at", "id")` reads them,
+# and newest first in batches (the keyset of threads/selectors.py `message_list_newest`).
+_MESSAGES = f"SELECT {_MESSAGE.sql} FROM {quote(Message._meta.db_table)} m WHERE m.{quote('thread_id')} = %s"
+_OLDEST_FIRST = f"{_MESSAGES} ORDER BY m.{quote('created_at')}, m.{quote('id')}"
+_NEWEST_FIRST = f"{_MESSAGES} ORDER BY m.{quote('created_at')} DESC, m.{quote('id')} DESC LIMIT %s"
+_OLDER_NEWEST_FIRST = (f"{_MESSAGES} AND (m.{quote('created_at')} < %s OR (m.{quote('created_at')} = %s "
+                       f"AND m.{quote('id')} < %s)) ORDER BY m.{quote('created_at')} DESC, m.{quote('id')} DESC LIMIT %s")
+
+
+def _messages(thread: Thread, sql: str, params: list) -> list[Message]:
+    connection = connections["default"]
+    rows, _ = execute(sql, params)
+    cache = Message._meta.get_field("thread").set_cached_value
+    messages = []
+    for row in rows:
+        message = _MESSAGE.instance(row, connection)
+        cache(message, thread)  # as the related manager does: `message.thread` needs no query
+        messages.append(message)
+    return messages
+
+
+def messages_oldest_first(thread: Thread) -> list[Message]:
+    return _messages(thread, _OLDEST_FIRST, [thread.pk])
+
+
+def messages_newest_first(thread: Thread, *, limit: int, before: Message | None = None) -> list[Message]:
+    """Up to `limit` of the thread's messages, newest first; older than `before` when given."""
+    if before is None:
+        return _messages(thread, _NEWEST_FIRST, [thread.pk, limit])
+    created_at = Message._meta.get_field("created_at").get_db_prep_value(before.created_at, connections["default"])
+    return _messages(thread, _OLDER_NEWEST_FIRST, [thread.pk, created_at, created_at, before.pk, limit])

@@ -58,7 +58,8 @@ def test_it_ends_the_stream_with_run_error_and_frees_the_thread_when_recording_t
             raise OperationalError("server closed the connection unexpectedly")
         return real_run_failed(**kwargs)
 
-    monkeypatch.setattr(services, "step_persist", database_down)
+    # Every step is stored through step_store: a run's last one in the same transaction as its end.
+    monkeypatch.setattr(services, "step_store", database_down)
     monkeypatch.setattr(services, "run_fail", run_failed_after_a_blip)
 
     thread_id, events = asyncio.run(_stream_new_run(key, "hello"))

@@ -108,6 +108,29 @@ def test_a_plain_run_on_an_existing_thread_stays_within_budget(transactional_db,
     assert len(log) <= _budget(EXISTING_THREAD_RUN_BUDGET), str(log)
 
 
+def test_a_plain_run_crosses_to_the_database_twice(transactional_db, api_key, fast_offline, monkeypatch):
+    """The start (key, body, lock, input, history) is one database call and the end (the answer, the
+    release, the usage row) another, on a new thread and on an existing one (docs/performance.md)."""
+    from core import db
+
+    calls: list[str] = []
+    real = db._in_worker
+
+    def counted(fn, args, kwargs):
+        calls.append(fn.__name__)
+        return real(fn, args, kwargs)
+
+    monkeypatch.setattr(db, "_in_worker", counted)
+    headers, events = _stream(api_key, "/v1/threads/runs", _body("hello"))
+    assert events[-1]["type"] == "RUN_FINISHED"
+    assert calls == ["run_start_request", "run_complete"]
+    calls.clear()
+    _, events = _stream(api_key, f"/v1/threads/{headers['X-Thread-Id']}/runs",
+                        _body("again", previousRunId=headers["X-Run-Id"]))
+    assert events[-1]["type"] == "RUN_FINISHED"
+    assert calls == ["run_start_request", "run_complete"]
+
+
 def test_a_client_tool_round_trip_stays_within_budget(transactional_db, api_key, fast_offline):
     with counting_statements() as log:
         headers, events = _stream(api_key, "/v1/threads/runs",

@@ -40,17 +40,17 @@ def _failing_encoder():
 
 
 def _failing_store():
-    real = services.step_persist
+    real = services.step_store
     failed: set[str] = set()
 
-    def step_persist(**kwargs):
+    def step_store(**kwargs):
         run_id = kwargs["run"].id
         if run_id not in failed:
             failed.add(run_id)
             raise InjectedFault("injected: storing the step failed")
         return real(**kwargs)
 
-    return step_persist
+    return step_store
 
 
 def _failing_writes(app):
@@ -76,7 +76,7 @@ application = real_application
 if FAULT == "encode":
     runs.stream.guard.encode_event = _failing_encoder()
 elif FAULT == "store":
-    services.step_persist = _failing_store()
+    services.step_store = _failing_store()
 elif FAULT == "write":
     application = _failing_writes(real_application)
 else:

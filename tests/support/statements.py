@@ -76,5 +76,7 @@ def counting_statements() -> Iterator[StatementLog]:
 
 def selects_message_content(sql: str) -> bool:
     """Whether a statement reads messages' stored content: a SELECT naming the content column as a
-    column, not inside a function (`LENGTH(CAST(content AS text))` reads a size, not the content)."""
-    return sql.lstrip().upper().startswith("SELECT") and re.search(r'(?<!\()"threads_message"\."content"', sql) is not None
+    column, not inside a function (`LENGTH(CAST(content AS text))` reads a size, not the content),
+    under the table's own name (the ORM) or an alias (threads/statements.py reads it as "m")."""
+    return (sql.lstrip().upper().startswith("SELECT") and 'FROM "threads_message"' in sql
+            and re.search(r'(?<!\()"\w+"\."content"', sql) is not None)
