@@ -36,6 +36,7 @@ from django.conf import settings
 from django.db import connection
 
 from clientsdk import wire
+from core import memory
 from core.db import db_call, log_db_failure
 from runs.stream.event_log import event_log_connection, event_log_write
 from runs.stream.sse import encode_event, merge_encoded
@@ -359,3 +360,5 @@ class Flusher:
 
 
 flusher = Flusher()
+# A finished burst's events stay in memory until they are logged: the process is not quiet before.
+memory.busy_register(lambda: bool(flusher.feeds))
