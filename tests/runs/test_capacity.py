@@ -21,7 +21,8 @@ STREAMS = 150
 # The event loop, DB_THREADS database threads, the pool's workers, asgiref's and uvicorn's few: what
 # matters is that threads do not grow with streams (150 streams on a thread each would be 150+). The
 # peak was at most 30 before this round's merges and 43 after them, on PostgreSQL only (9 threads for
-# 60 streams on SQLite); which of the new parts adds the 13 is not found yet (docs/operations-faults.md).
+# 60 streams on SQLite): the rest are asgiref's one-thread executors for the end of each request,
+# as many as requests end at once (docs/operations-faults.md, threads under 150 streams).
 MAX_THREADS = 60
 
 
