@@ -69,13 +69,17 @@ def stream_closed() -> None:
     _trim_task = asyncio.get_running_loop().create_task(_when_quiet())
 
 
+def _quiet() -> bool:
+    return _open_streams <= 0 and not any(check() for check in _busy)
+
+
 async def _when_quiet() -> None:
     global _last_trim
     while True:
         await asyncio.sleep(QUIET_CHECK)
         if _open_streams > 0:
             return  # a new burst: the end of its last stream starts another wait
-        if not any(check() for check in _busy) and time.monotonic() - _last_trim >= TRIM_INTERVAL:
+        if _quiet() and time.monotonic() - _last_trim >= TRIM_INTERVAL:
             break
     _last_trim = time.monotonic()
     await asyncio.to_thread(_give_back)

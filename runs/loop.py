@@ -98,18 +98,17 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
             stored = dict(message_id=step.message_id, content=step.content(), cancelled=False,
                           reasoning=step.reasoning.texts(), reasoning_duration_ms=step.reasoning.duration_ms,
                           reasoning_blocks=step.reasoning_blocks)
-            released = False
-            if step.calls:
-                await db_call(services.step_persist, thread=thread, run=run, **stored)
-            else:
+            if not step.calls:
                 # The answer: stored with the run's end, one transaction and one database call.
                 released = await db_call(services.run_complete, thread=thread, run=run, last_step=stored)
-            persisted, step = step, None
-            control.step = None  # stored: nothing left to checkpoint or to store after a crash
-            if not persisted.calls:
+                persisted, step = step, None
+                control.step = None
                 control.settle("completed")
                 yield RunFinishedEvent(thread_id=thread.id, run_id=run.id) if released else _lost_lock()
                 return
+            await db_call(services.step_persist, thread=thread, run=run, **stored)
+            persisted, step = step, None
+            control.step = None  # stored: nothing left to checkpoint or to store after a crash
             messages.append(persisted.model_message())
             pending: list[Call] = []
             async for event in _resolve_calls(started, persisted, toolbox, control, messages, pending):

@@ -186,18 +186,21 @@ def _turn(body: wire.CreateRunBody, results: dict[str, wire.InToolResultBlock]) 
                 context=body.message.additional_context, retry_repeats_failed_turn=True)
 
 
-def step_persist(*, thread: Thread, run: Run, **step: Any) -> None:
-    """Stores one model step (`step`: step_store's arguments) in a transaction of its own."""
+def step_persist(*, thread: Thread, run: Run, message_id: str, content: list[dict], cancelled: bool,
+                 tool_messages: list[tuple[str, dict]] = (), reasoning: list[str] | None = None,
+                 reasoning_duration_ms: int | None = None, reasoning_blocks: list[dict] | None = None) -> None:
+    """Stores one model step: the assistant message (once, when it ended, with the reasoning before
+    it and the provider's signed reasoning blocks) and its tool results."""
     with transaction.atomic():
-        step_store(thread=thread, run=run, **step)
+        step_store(thread=thread, run=run, message_id=message_id, content=content, cancelled=cancelled,
+                    tool_messages=tool_messages, reasoning=reasoning, reasoning_duration_ms=reasoning_duration_ms,
+                    reasoning_blocks=reasoning_blocks)
 
 
 def step_store(*, thread: Thread, run: Run, message_id: str, content: list[dict], cancelled: bool,
                 tool_messages: list[tuple[str, dict]] = (), reasoning: list[str] | None = None,
                 reasoning_duration_ms: int | None = None, reasoning_blocks: list[dict] | None = None) -> None:
-    """Stores one model step, in the caller's transaction (step_persist's, or the release's for a run's
-    last step): the assistant message (once, when it ended, with the reasoning before it and the
-    provider's signed reasoning blocks) and its tool results."""
+    """What step_persist stores, in the caller's transaction (the release's, for a run's last step)."""
     if content or cancelled or reasoning:
         thread_services.message_create(thread=thread, role=Message.Role.ASSISTANT, content=content,
                                        run_id=run.id, is_cancelled=cancelled, message_id=message_id,

@@ -10,7 +10,7 @@ from typing import Callable
 from django.db import connections
 
 from core.problems import Problem
-from core.statements import Columns, Update, execute, prepare, quote
+from core.statements import Columns, Update, execute, quote
 from threads.models import Message, Thread
 
 _THREAD = Columns(Thread, "t")
@@ -80,5 +80,5 @@ def messages_newest_first(thread: Thread, *, limit: int, before: Message | None 
     """Up to `limit` of the thread's messages, newest first; older than `before` when given."""
     if before is None:
         return _messages(thread, _NEWEST_FIRST, [thread.pk, limit])
-    created_at = prepare(Message._meta.get_field("created_at"), before.created_at, connections["default"])
+    created_at = Message._meta.get_field("created_at").get_db_prep_value(before.created_at, connections["default"])
     return _messages(thread, _OLDER_NEWEST_FIRST, [thread.pk, created_at, created_at, before.pk, limit])
