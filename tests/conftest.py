@@ -25,6 +25,14 @@ def require_part(available: bool, how_to_install: str) -> None:
     pytest.skip(f"missing part: {how_to_install}")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _fast_flush() -> None:
+    """Transactional tests end with one transaction of DELETEs, not Django's flush: tests/support/fast_flush.py."""
+    from tests.support import fast_flush
+
+    fast_flush.install()
+
+
 @pytest.fixture(scope="session")
 def live_server_process(django_db_setup, django_db_blocker) -> Iterator[LiveServer]:
     server = LiveServer("offline")
