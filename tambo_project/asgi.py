@@ -21,10 +21,11 @@ from tambo_project import asgi_signals  # noqa: E402
 
 asgi_signals.install()  # no thread per request for Django's start/finish bookkeeping
 
-# Import the heavy modules of the run path (the MCP SDK, the model provider) now rather than
-# inside the first run, which would otherwise wait seconds for them.
+# Import the heavy modules of the run path (the model provider) now rather than inside the first run,
+# which would otherwise wait for them. The MCP SDK, half of the app's import time (about 1 s of CPU), is
+# imported by the lifespan in the background once the process starts (lifespan.py), so a process is ready
+# sooner and only a run that uses MCP in its first second may wait for it.
 import runs.loop  # noqa: E402,F401
-import tools.mcp_client  # noqa: E402,F401
 from providers import get_provider  # noqa: E402
 
 get_provider()

@@ -17,14 +17,16 @@ connection has closed (or its graceful-shutdown timeout has cut them):
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import signal
+import sys
+import threading
 
 from providers import providers_close
 from runs.control import watcher
 from runs.stream.feeds import flusher
 from runs.stream.follow import follower
-from tools.mcp_sessions import sessions_close
 
 log = logging.getLogger(__name__)
 
@@ -56,11 +58,30 @@ def runs_drain() -> None:
 async def process_shutdown() -> None:
     """Step 2 above. Each part is stopped even if another fails; nothing here is an error to log."""
     runs_drain()  # runs started between the signal and the last connection closing
-    for stop in (watcher.stop, flusher.stop, follower.stop, sessions_close, providers_close):
+    for stop in (watcher.stop, flusher.stop, follower.stop, _mcp_sessions_close, providers_close):
         try:
             await stop()
         except Exception:  # noqa: BLE001 - the process is ending either way
             log.warning("Shutting down: %s failed", stop.__qualname__, exc_info=True)
+
+
+# Imported in the background at start-up (see tambo_project/asgi.py): the MCP SDK costs about a second.
+PRELOADED_IN_BACKGROUND = ("tools.mcp_client", "tools.mcp_sessions")
+
+
+def _preload() -> None:
+    for name in PRELOADED_IN_BACKGROUND:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - the first run that needs it imports it again and reports the error
+            log.warning("Preloading %s failed", name, exc_info=True)
+
+
+async def _mcp_sessions_close() -> None:
+    # A process that never imported the sessions module has no kept session to close.
+    sessions = sys.modules.get("tools.mcp_sessions")
+    if sessions is not None:
+        await sessions.sessions_close()
 
 
 class Lifespan:
@@ -74,6 +95,7 @@ class Lifespan:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 _chain_stop_signals(asyncio.get_running_loop())
+                threading.Thread(target=_preload, name="preload", daemon=True).start()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await process_shutdown()
