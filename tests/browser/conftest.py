@@ -4,6 +4,7 @@ Every test's page is saved as a screenshot under test-artifacts/screenshots/ whe
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import time
@@ -48,9 +49,18 @@ def chromium() -> Iterator[object]:
             os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
+@functools.cache
+def password_hash() -> str:
+    """PASSWORD hashed once per test run: a hash costs 0.4 s of CPU (PBKDF2), and every browser test makes a
+    login. The login itself still checks the password through the server's own hasher."""
+    from django.contrib.auth.hashers import make_password
+
+    return make_password(PASSWORD)
+
+
 @pytest.fixture
 def web_user(transactional_db, django_user_model):
-    return django_user_model.objects.create_user("ada", password=PASSWORD)
+    return django_user_model.objects.create(username="ada", password=password_hash())
 
 
 def screenshot(page, name: str) -> Path:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import DESKTOP, PASSWORD, PHONE, screenshot
+from tests.browser.conftest import DESKTOP, PASSWORD, PHONE, password_hash, screenshot
 from tests.conftest import Api
 
 pytestmark = pytest.mark.browser
@@ -24,7 +24,7 @@ def conversation(live_server_url, api_key, project, django_user_model):
     from threads.models import Thread
     from tools.models import ProjectTool
 
-    django_user_model.objects.create_superuser("root", password=PASSWORD)
+    django_user_model.objects.create(username="root", password=password_hash(), is_staff=True, is_superuser=True)
     ProjectTool.objects.create(project=project, name="calculate")
     api = Api(live_server_url, api_key)
 
