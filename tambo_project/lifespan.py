@@ -21,6 +21,7 @@ import logging
 import signal
 
 from providers import providers_close
+from retention.jobs import housekeeper
 from runs.control import watcher
 from runs.stream.feeds import flusher
 from runs.stream.follow import follower
@@ -56,7 +57,7 @@ def runs_drain() -> None:
 async def process_shutdown() -> None:
     """Step 2 above. Each part is stopped even if another fails; nothing here is an error to log."""
     runs_drain()  # runs started between the signal and the last connection closing
-    for stop in (watcher.stop, flusher.stop, follower.stop, sessions_close, providers_close):
+    for stop in (watcher.stop, flusher.stop, follower.stop, housekeeper.stop, sessions_close, providers_close):
         try:
             await stop()
         except Exception:  # noqa: BLE001 - the process is ending either way
@@ -74,6 +75,7 @@ class Lifespan:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 _chain_stop_signals(asyncio.get_running_loop())
+                housekeeper.start()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await process_shutdown()
