@@ -2,6 +2,7 @@
 bounded batches, and nothing of a project without one (docs/operations.md#retention-and-deletion)."""
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -132,3 +133,21 @@ def test_the_project_file_takes_a_retention_and_refuses_uploads_kept_past_their_
         project_file_parse("projects:\n- name: p\n  retention: {transcriptsDays: 30, uploadsDays: 60}\n")
     with pytest.raises(ProjectFileError, match="retention.usageDay"):
         project_file_parse("projects:\n- name: p\n  retention: {usageDay: 30}\n")
+
+
+def test_each_serving_process_runs_the_job_on_its_interval(project):
+    from tests.support.live import LiveServer
+
+    keep(project, transcripts_days=30)
+    old = Thread.objects.create(project=project, user_key="alice")
+    recent = Thread.objects.create(project=project, user_key="alice")
+    age(old.id, 31)
+    server = LiveServer("retention-job", {"RETENTION_INTERVAL_SECONDS": "0.2"})
+    try:
+        deadline = time.monotonic() + 30
+        while Thread.objects.filter(id=old.id).exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        server.stop()
+    assert not Thread.objects.filter(id=old.id).exists()
+    assert Thread.objects.filter(id=recent.id).exists()
