@@ -16,7 +16,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from runs.models import Run, RunEvent
-from threads.models import RunStatus, Thread
+from threads.models import Message, RunStatus, Suggestion, Thread
 
 BATCH = 200
 
@@ -29,17 +29,26 @@ def idle(threads: QuerySet[Thread]) -> QuerySet[Thread]:
 def threads_delete_batch(threads: QuerySet[Thread], *, batch: int = BATCH) -> Counter:
     """Deletes at most `batch` of `threads` that no live run holds, with their messages, suggestions,
     runs and run events; returns the rows deleted by model label (empty: nothing was left to delete).
-    One transaction; row locks on the chosen threads only, skipped where another transaction holds them."""
+    One transaction; row locks on the chosen threads only, skipped where another transaction holds them.
+
+    Each table is emptied of the batch's rows by one DELETE, children first: Django's cascade would
+    load every message (its content, files and all) into memory to delete it."""
     with transaction.atomic():
         ids = list(idle(threads).order_by("pk").select_for_update(skip_locked=True, of=("self",))
                    .values_list("pk", flat=True)[:batch])
         if not ids:
             return Counter()
-        runs = Run.objects.filter(thread_id__in=ids).values("id")
-        events = RunEvent.objects.filter(run_id__in=runs)
-        counts = Counter({RunEvent._meta.label: events._raw_delete(events.db)})
-        _, by_model = Thread.objects.filter(pk__in=ids).delete()
-        counts.update(by_model)
+        runs = Run.objects.filter(thread_id__in=ids)
+        messages = Message.objects.filter(thread_id__in=ids)
+        # A row of another thread pointing into the batch (SET_NULL in the models) lets go first.
+        Message.objects.filter(parent_message__in=messages.values("pk")).exclude(thread_id__in=ids) \
+            .update(parent_message=None)
+        Run.objects.filter(previous_run__in=runs.values("pk")).exclude(thread_id__in=ids).update(previous_run=None)
+        counts = Counter()
+        for rows in (RunEvent.objects.filter(run_id__in=runs.values("id")),
+                     Suggestion.objects.filter(message__thread_id__in=ids), messages, runs,
+                     Thread.objects.filter(pk__in=ids)):
+            counts[rows.model._meta.label] = rows._raw_delete(rows.db)
         return +counts
 
 

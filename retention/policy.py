@@ -25,6 +25,9 @@ from telemetry.models import Usage
 from threads.models import Message, Thread
 
 MAX_BATCHES = 20
+# Messages whose files are stripped per transaction: each is read and written whole, files and all
+# (up to MAX_RUN_BYTES each), so far fewer than the rows of the other batches.
+UPLOAD_BATCH = 20
 UPLOADS_STRIPPED = "retention.Upload"  # the report's label for files taken out of messages
 
 
@@ -44,7 +47,7 @@ def retention_apply(*, now: datetime | None = None, batch: int = BATCH, max_batc
             removed.update(threads_delete(old, batch=batch, max_batches=max_batches))
         if rules.uploads_days:
             removed[UPLOADS_STRIPPED] += uploads_strip(project, now - timedelta(days=rules.uploads_days),
-                                                       batch=batch, max_batches=max_batches)
+                                                       batch=min(batch, UPLOAD_BATCH), max_batches=max_batches)
         if rules.usage_days:
             removed[Usage._meta.label] += usage_prune(project, now - timedelta(days=rules.usage_days),
                                                       batch=batch, max_batches=max_batches)
