@@ -208,3 +208,15 @@ def test_the_options_scale_on_open_streams_and_stream_through_the_ingress(chart)
     assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
     [service] = by_kind(documents, "Service")
     assert {p["name"] for p in service["spec"]["ports"]} == {"http", "metrics"}
+
+
+@pytest.mark.parametrize("values", [
+    {"config": {"workers": "two"}},
+    {"config": {"workerz": 2}},  # a misspelt setting
+    {"gracefulShutdownSeconds": 0},
+    {"config": {"logFormat": "xml"}},
+], ids=["a-string-for-a-number", "an-unknown-setting", "no-grace", "a-format-the-server-refuses"])
+def test_values_the_server_would_refuse_are_refused_when_rendering(chart, values):
+    merged = {**REQUIRED, **values}
+    with pytest.raises(helm.HelmError, match="values don't meet the specifications|schema"):
+        render(chart, merged)
