@@ -15,7 +15,8 @@ from tests.conftest import require_part
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "deploy" / "helm" / "tambo"
-KUBE_VERSION = "1.30.0"  # the oldest API the chart is validated against (Chart.yaml asks for >=1.25)
+# The oldest Kubernetes the chart supports (Chart.yaml's kubeVersion) and the newest schemas shipped.
+KUBE_VERSIONS = ["1.25.0", "1.37.0"]
 
 try:
     import helm_python as helm
@@ -66,14 +67,14 @@ def test_it_refuses_to_render_without_an_existing_secret(chart):
         render(chart, {})
 
 
-def schema_errors(document: dict[str, Any]) -> str | None:
-    """None when the manifest is valid for KUBE_VERSION, unknown fields refused (strict)."""
+def schema_errors(document: dict[str, Any], kube_version: str = KUBE_VERSIONS[0]) -> str | None:
+    """None when the manifest is valid for `kube_version`, unknown fields refused (strict)."""
     if document["apiVersion"].startswith("monitoring.coreos.com/"):
         return servicemonitor_errors(document)
     import kubernetes_validate
 
     try:
-        kubernetes_validate.validate(document, KUBE_VERSION, strict=True)
+        kubernetes_validate.validate(document, kube_version, strict=True)
     except kubernetes_validate.ValidationError as error:
         return f"{document['kind']}: {error.message} at {list(error.path)}"
     return None
@@ -104,15 +105,16 @@ def servicemonitor_errors(document: dict[str, Any]) -> str | None:
     return "; ".join(errors) or None
 
 
+@pytest.mark.parametrize("kube_version", KUBE_VERSIONS)
 @pytest.mark.parametrize("values", [REQUIRED, ALL_OPTIONS], ids=["defaults", "every-option"])
-def test_every_rendered_manifest_is_valid_against_the_kubernetes_api_schemas(chart, values):
+def test_every_rendered_manifest_is_valid_against_the_kubernetes_api_schemas(chart, values, kube_version):
     documents = render(chart, values)
     kinds = sorted(doc["kind"] for doc in documents)
     expected = ["Deployment", "Job", "PodDisruptionBudget", "Service"]
     if values is ALL_OPTIONS:
         expected += ["HorizontalPodAutoscaler", "Ingress", "ServiceMonitor"]
     assert kinds == sorted(expected)
-    assert [error for doc in documents if (error := schema_errors(doc))] == []
+    assert [error for doc in documents if (error := schema_errors(doc, kube_version))] == []
 
 
 def test_the_schema_check_refuses_a_misspelt_field(chart):
