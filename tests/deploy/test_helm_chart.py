@@ -32,6 +32,7 @@ ALL_OPTIONS = {
     "metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}}},
     "ingress": {"enabled": True, "tlsSecretName": "tambo-tls"},
     "extraEnv": [{"name": "RUN_LEASE_SECONDS", "value": "30"}],
+    "retention": {"cronJob": {"enabled": True}},
 }
 
 
@@ -112,7 +113,7 @@ def test_every_rendered_manifest_is_valid_against_the_kubernetes_api_schemas(cha
     kinds = sorted(doc["kind"] for doc in documents)
     expected = ["Deployment", "Job", "PodDisruptionBudget", "Service"]
     if values is ALL_OPTIONS:
-        expected += ["HorizontalPodAutoscaler", "Ingress", "ServiceMonitor"]
+        expected += ["CronJob", "HorizontalPodAutoscaler", "Ingress", "ServiceMonitor"]
     assert kinds == sorted(expected)
     assert [error for doc in documents if (error := schema_errors(doc, kube_version))] == []
 
@@ -222,3 +223,19 @@ def test_values_the_server_would_refuse_are_refused_when_rendering(chart, values
     merged = {**REQUIRED, **values}
     with pytest.raises(helm.HelmError, match="values don't meet the specifications|schema"):
         render(chart, merged)
+
+
+def test_the_retention_pass_runs_in_every_pod_or_in_a_cronjob_alone(chart):
+    def interval(documents):
+        [deployment] = by_kind(documents, "Deployment")
+        env = {i["name"]: i.get("value") for i in deployment["spec"]["template"]["spec"]["containers"][0]["env"]}
+        return env["RETENTION_INTERVAL_SECONDS"]
+
+    assert interval(render(chart, REQUIRED)) == "3600"
+    documents = render(chart, ALL_OPTIONS)
+    assert interval(documents) == "0"
+    [cronjob] = by_kind(documents, "CronJob")
+    assert cronjob["spec"]["concurrencyPolicy"] == "Forbid"
+    [container] = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+    assert container["args"] == ["apply_retention"]
+    assert {"SECRET_KEY", "DATABASE_URL"} <= env_names(container)
