@@ -190,6 +190,24 @@ def principal_resolve(request) -> Principal:
     raise UNAUTHORIZED
 
 
+def staff_resolve(request):
+    """The operator behind an admin session, for the routes only an operator may call (DELETE
+    /v1/users/{userKey}): a staff user of the admin with the permission to delete threads, and the
+    CSRF token, as any unsafe request of a session. Project keys carry no scopes, so a key or an access
+    token is refused (403), as is a session user who is not such staff. Raises 401/403 Problem."""
+    if _key_from_headers(request.META) is not None or _bearer_from_headers(request.META) is not None:
+        raise Problem(403, "FORBIDDEN", "This route is for the admin's staff: API keys and access tokens carry "
+                                        "no admin scope. Use the admin session or `manage.py forget_user`.")
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        raise Problem(401, "UNAUTHORIZED", "Log in to the admin (/admin/) as staff.")
+    if not (user.is_active and user.is_staff and user.has_perm("threads.delete_thread")):
+        raise Problem(403, "FORBIDDEN", "Only the admin's staff with the permission to delete threads may do this.")
+    if request.method not in ("GET", "HEAD", "OPTIONS") and _csrf_failure(request):
+        raise Problem(403, "CSRF_FAILED", "CSRF token missing or incorrect.")
+    return user
+
+
 async def principal_aresolve(request) -> Principal:
     """The same for async views. All of its database work, the session user's included (loaded
     lazily by `request.user`), runs on the shared database threads (core/db.py), so a

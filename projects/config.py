@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 ENV_REF = re.compile(r"^env:([A-Za-z_][A-Za-z0-9_]*)$")
@@ -69,6 +69,32 @@ class Limits(SettingsModel):
     tokens_per_day: int = Field(default=0, ge=0)
 
 
+class Retention(SettingsModel):
+    """How long the project's data is kept (docs/operations.md#retention-and-deletion); 0 or absent:
+    for ever. The retention job (retention/policy.py) deletes what is older, in bounded batches."""
+
+    # Threads, with their messages, runs and suggestions, this many days after their last activity.
+    transcripts_days: int = Field(default=0, ge=0)
+    # The files and images in messages (their bytes), this many days after the message: the message
+    # stays, with a line naming the file in their place. At most transcriptsDays.
+    uploads_days: int = Field(default=0, ge=0)
+    # Usage rows (what each run and call spent: the admin's usage page), this many days after the call.
+    usage_days: int = Field(default=0, ge=0)
+    # The run event log (replays of recent runs), this many minutes after the run ended; the
+    # server-wide RUN_REPLAY_SECONDS removes them sooner when it is shorter.
+    event_log_minutes: int = Field(default=0, ge=0)
+
+    @model_validator(mode="after")
+    def _uploads_within_transcripts(self) -> "Retention":
+        if self.transcripts_days and self.uploads_days > self.transcripts_days:
+            raise ValueError("uploadsDays must not exceed transcriptsDays (the uploads go with their thread)")
+        return self
+
+    @property
+    def any(self) -> bool:
+        return bool(self.transcripts_days or self.uploads_days or self.usage_days or self.event_log_minutes)
+
+
 class ProjectSettings(SettingsModel):
     """What `Project.settings` holds. The project's name, system prompt and user-token settings stay in
     their own columns (the project file maps `systemPrompt` and `userTokens` onto them)."""
@@ -83,6 +109,7 @@ class ProjectSettings(SettingsModel):
     parameters: dict[str, Any] = Field(default_factory=dict)
     transcription: TranscriptionSpec | None = None
     limits: Limits = Field(default_factory=Limits)
+    retention: Retention = Field(default_factory=Retention)
 
 
 DEFAULT_SETTINGS = ProjectSettings()

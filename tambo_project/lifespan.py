@@ -24,6 +24,7 @@ import sys
 import threading
 
 from providers import providers_close
+from retention.jobs import housekeeper
 from runs.control import watcher
 from runs.stream.feeds import flusher
 from runs.stream.follow import follower
@@ -58,7 +59,7 @@ def runs_drain() -> None:
 async def process_shutdown() -> None:
     """Step 2 above. Each part is stopped even if another fails; nothing here is an error to log."""
     runs_drain()  # runs started between the signal and the last connection closing
-    for stop in (watcher.stop, flusher.stop, follower.stop, _mcp_sessions_close, providers_close):
+    for stop in (watcher.stop, flusher.stop, follower.stop, housekeeper.stop, _mcp_sessions_close, providers_close):
         try:
             await stop()
         except Exception:  # noqa: BLE001 - the process is ending either way
@@ -96,6 +97,7 @@ class Lifespan:
             if message["type"] == "lifespan.startup":
                 _chain_stop_signals(asyncio.get_running_loop())
                 threading.Thread(target=_preload, name="preload", daemon=True).start()
+                housekeeper.start()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await process_shutdown()

@@ -3,7 +3,8 @@
 drf-spectacular describes the DRF views (threads, messages, component state) from their
 `extend_schema` and the pydantic wire models. `postprocess_v1_schema` adds what it cannot see: the
 run endpoints (runs/openapi.py), names and suggestions (assist/openapi.py), the token exchange
-(projects/openapi.py), voice (projects/voice_openapi.py) and the chat-completions gateway
+(projects/openapi.py), voice (projects/voice_openapi.py), forgetting a user (retention/openapi.py) and the
+chat-completions gateway
 (gateway/openapi.py), and the problem+json error answers every /v1 operation can give
 (docs/protocol.md#errors, core/openapi.py).
 
@@ -21,6 +22,7 @@ from core.openapi import PROBLEM_SCHEMA, SECURITY, SECURITY_SCHEME, problem
 from gateway.openapi import GATEWAY_SECURITY, GATEWAY_SECURITY_DEFINITION, gateway_paths
 from projects.openapi import add_token_exchange
 from projects.voice_openapi import audio_paths
+from retention.openapi import SESSION_DEFINITION, SESSION_SCHEME, user_forget_path
 from runs.openapi import agui_path, run_events_path, run_paths
 
 SECURITY_DEFINITION = {
@@ -71,6 +73,8 @@ def postprocess_v1_schema(result: dict[str, Any], generator, request, public) ->
     add_token_exchange(result, SECURITY_SCHEME)
     paths.update(assist_paths(schemas))
     paths.update(audio_paths())
+    components["securitySchemes"][SESSION_SCHEME] = SESSION_DEFINITION
+    paths.update(user_forget_path())
     # The chat-completions gateway lives outside /v1 but belongs in the same reference.
     components["securitySchemes"][GATEWAY_SECURITY] = GATEWAY_SECURITY_DEFINITION
     paths.update(gateway_paths())

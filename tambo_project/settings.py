@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "runs",
     "tools",
     "telemetry",
+    "retention",  # no models: the retention job, forgetting a user, their commands
     "gateway",  # no models: its AppConfig registers the gateway's error shape (core/error_shapes.py)
 ]
 
@@ -219,6 +220,9 @@ RUN_WATCH_INTERVAL = env.float("RUN_WATCH_INTERVAL", default=0.5)
 USAGE_RETENTION_DAYS = env.int("USAGE_RETENTION_DAYS", default=90)
 if USAGE_RETENTION_DAYS < 1:
     raise environ.ImproperlyConfigured("USAGE_RETENTION_DAYS must be at least 1")
+# Each serving process runs a pass of the projects' retention (retention/jobs.py) this often; 0: never
+# (run `manage.py apply_retention` from cron instead).
+RETENTION_INTERVAL_SECONDS = env.float("RETENTION_INTERVAL_SECONDS", default=3600.0)
 # Resumable runs (docs/protocol.md#resumable-runs): a run's events can be replayed this long after it ended.
 RUN_REPLAY_SECONDS = env.float("RUN_REPLAY_SECONDS", default=300.0)
 # A process writes the new events of all the runs it streams to the event log in one statement at

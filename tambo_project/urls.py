@@ -19,6 +19,7 @@ urlpatterns = [
     path("v1/docs", SpectacularRedocView.as_view(url_name="openapi", template_name="api_docs.html"),
          name="api-docs"),
     # Run routes come first: `threads/runs` must not be read as a thread id.
+    path("v1/", include("retention.urls")),
     path("v1/", include("runs.urls")),
     path("v1/", include("runs.agui.urls")),
     path("v1/", include("threads.urls")),

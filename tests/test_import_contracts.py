@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ["tambo_project", "gateway", "assist", "runs", "threads", "tools", "projects", "providers", "core", "clientsdk"]
+PACKAGES = ["tambo_project", "retention", "gateway", "assist", "runs", "threads", "tools", "projects", "providers", "core", "clientsdk"]
 LINT_IMPORTS = str(Path(sys.executable).with_name("lint-imports"))
 
 
@@ -49,6 +49,7 @@ def test_the_tree_keeps_its_import_contracts(tmp_path):
     ("runs.services", "runs.agui.services"),  # the lifecycle depending on its AG-UI adapter
     ("runs.recovery.settle", "runs.agui.protocol"),  # recovery depending on the AG-UI adapter
     ("runs.lock", "runs.recovery.settle"),  # taking a lock importing crash recovery
+    ("runs.control", "retention.policy"),  # the run lifecycle reaching up into the retention job
     ("tambo_project.middleware", "gateway.errors"),  # the configuration layer choosing an app's error shape
 ])
 def test_an_import_running_the_wrong_way_breaks_a_contract(tmp_path, module, imported):

@@ -40,7 +40,9 @@ class LiveServer:
         self.url = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "DATABASE_URL": database_url(), "MODEL_PROVIDER": "offline",
                "OFFLINE_MODEL_DELAY": "0.002", "RUN_WATCH_INTERVAL": "0.2", "LOG_LEVEL": "WARNING",
-               "PYTHONUNBUFFERED": "1"}
+               "PYTHONUNBUFFERED": "1",
+               # No retention pass at a random moment of a test: tests/retention runs it when it means to.
+               "RETENTION_INTERVAL_SECONDS": "0"}
         env.pop("OPENAI_API_KEY", None)
         env.update(extra_env or {})
         LOG_DIR.mkdir(parents=True, exist_ok=True)
