@@ -23,6 +23,7 @@ from typing import Any, Literal
 import anyio
 import httpx2
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import (CONNECTION_CLOSED, AudioContent, BlobResourceContents, CallToolResult,
                        EmbeddedResource, ImageContent, ResourceLink, TextContent)
@@ -69,7 +70,7 @@ class McpServerConfig:
     """
 
     name: str  # the server's name, used as the prefix of its tools' names
-    transport: Literal["stdio", "http"]
+    transport: Literal["stdio", "http", "sse"]
     command: str | None = None  # stdio
     args: tuple[str, ...] = ()  # stdio
     env: Pairs | None = field(default=None, repr=False)  # stdio: merged over a minimal safe environment
@@ -83,9 +84,9 @@ class McpServerConfig:
         if self.transport == "stdio":
             if not self.command:
                 raise ValueError(f"MCP server {self.name!r}: the stdio transport needs a command.")
-        elif self.transport == "http":
+        elif self.transport in ("http", "sse"):
             if not self.url:
-                raise ValueError(f"MCP server {self.name!r}: the http transport needs a url.")
+                raise ValueError(f"MCP server {self.name!r}: the {self.transport} transport needs a url.")
         else:
             raise ValueError(f"MCP server {self.name!r}: unknown transport {self.transport!r}.")
 
@@ -241,6 +242,11 @@ async def _connect(config: McpServerConfig) -> AsyncIterator[Client]:
                 args=list(config.args),
                 env=dict(config.env) if config.env else None,
             )
+        elif config.transport == "sse":
+            assert config.url is not None  # checked by McpServerConfig
+            # The older HTTP+SSE transport: a GET stream for the server's messages and POSTs to the endpoint
+            # it names. As below, the caller's timeout bounds the exchange, not the transport's own.
+            target = sse_client(config.url, headers=dict(config.headers or ()), timeout=300.0, sse_read_timeout=300.0)
         else:
             assert config.url is not None  # checked by McpServerConfig
             # The caller's timeout bounds the whole exchange; the HTTP client's own timeouts only

@@ -21,6 +21,7 @@ class McpServer(models.Model):
     class Transport(models.TextChoices):
         STDIO = "stdio", "stdio (local command)"
         HTTP = "http", "streamable HTTP"
+        SSE = "sse", "HTTP+SSE (the 2024-11-05 transport)"
 
     project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="mcp_servers")
     # The prefix of its tools as the model sees them: `<name>__<tool>`.

@@ -46,12 +46,12 @@ def _answers_http(port: int) -> bool:
 
 
 @contextmanager
-def running_http_mcp_server(*, startup_timeout: float = 60.0) -> Iterator[str]:
-    """Run the test server over streamable HTTP; yield its endpoint URL."""
+def running_http_mcp_server(*, startup_timeout: float = 60.0, transport: str = "http") -> Iterator[str]:
+    """Run the test server over streamable HTTP (or the older HTTP+SSE: `transport="sse"`); yield its URL."""
     port = free_port()
     with tempfile.TemporaryFile() as log:
         process = subprocess.Popen(
-            [sys.executable, str(SERVER_SCRIPT), "http", "--port", str(port)],
+            [sys.executable, str(SERVER_SCRIPT), transport, "--port", str(port)],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -64,7 +64,7 @@ def running_http_mcp_server(*, startup_timeout: float = 60.0) -> Iterator[str]:
                     output = log.read().decode(errors="replace")[-2000:]
                     raise RuntimeError(f"The test MCP server did not start on port {port}:\n{output}")
                 time.sleep(0.05)
-            yield f"http://127.0.0.1:{port}/mcp"
+            yield f"http://127.0.0.1:{port}/{'sse' if transport == 'sse' else 'mcp'}"
         finally:
             process.terminate()
             try:
@@ -77,4 +77,10 @@ def running_http_mcp_server(*, startup_timeout: float = 60.0) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def mcp_http_url() -> Iterator[str]:
     with running_http_mcp_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def mcp_sse_url() -> Iterator[str]:
+    with running_http_mcp_server(transport="sse") as url:
         yield url

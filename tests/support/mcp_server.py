@@ -1,7 +1,8 @@
 """A real MCP server for tests, built on the `mcp` package's MCPServer.
 
 Run it as `python tests/support/mcp_server.py stdio` or
-`python tests/support/mcp_server.py http --port N` (streamable HTTP at http://127.0.0.1:N/mcp).
+`python tests/support/mcp_server.py http --port N` (streamable HTTP at http://127.0.0.1:N/mcp), or
+`python tests/support/mcp_server.py sse --port N` (the older HTTP+SSE transport at http://127.0.0.1:N/sse).
 `tests/support/mcp_fixtures.py` starts the HTTP variant for a test. With `MCP_TEST_START_LOG` set
 in its environment, each process appends its pid to that file on start (tests count processes).
 """
@@ -90,7 +91,7 @@ def red_dot() -> bytes:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("transport", choices=["stdio", "http"])
+    parser.add_argument("transport", choices=["stdio", "http", "sse"])
     parser.add_argument("--port", type=int, default=8765)
     args = parser.parse_args()
     if os.environ.get("MCP_TEST_START_LOG"):
@@ -98,6 +99,8 @@ def main() -> None:
             log.write(f"{os.getpid()}\n")
     if args.transport == "stdio":
         server.run("stdio")
+    elif args.transport == "sse":
+        server.run("sse", host="127.0.0.1", port=args.port)
     else:
         server.run("streamable-http", host="127.0.0.1", port=args.port)
 

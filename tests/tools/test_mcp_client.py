@@ -90,7 +90,9 @@ def test_config_needs_a_command_for_stdio_and_a_url_for_http():
     with pytest.raises(ValueError, match="needs a url"):
         McpServerConfig(name="s", transport="http")
     with pytest.raises(ValueError, match="unknown transport"):
-        McpServerConfig(name="s", transport="sse", url="http://x")  # type: ignore[arg-type]
+        McpServerConfig(name="s", transport="websocket", url="ws://x")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="the sse transport needs a url"):
+        McpServerConfig(name="s", transport="sse")
 
 
 def test_config_is_hashable_and_keeps_secrets_out_of_its_repr():

@@ -12,7 +12,7 @@ import uuid
 import pytest
 
 from tests.support.live import LiveServer, free_port
-from tests.support.mcp_fixtures import SERVER_SCRIPT, mcp_http_url  # noqa: F401 - fixture
+from tests.support.mcp_fixtures import SERVER_SCRIPT, mcp_http_url, mcp_sse_url  # noqa: F401 - fixture
 from tests.support.run_requests import enable_tools, run, stored_results, text_of, tool_results, user_message
 from tests.support.sse import types
 
@@ -26,10 +26,10 @@ def stdio_server(project, name: str = "demo"):
                                     args=[str(SERVER_SCRIPT), "stdio"])
 
 
-def http_server(project, url: str, name: str = "demo"):
+def http_server(project, url: str, name: str = "demo", transport: str = "http"):
     from tools.models import McpServer
 
-    return McpServer.objects.create(project=project, name=name, transport="http", url=url)
+    return McpServer.objects.create(project=project, name=name, transport=transport, url=url)
 
 
 def assert_add_round_trip(api):
@@ -62,6 +62,12 @@ def test_a_stdio_mcp_tool_runs_inside_the_run_and_the_model_reads_its_result(api
 def test_a_streamable_http_mcp_tool_runs_inside_the_run_and_the_model_reads_its_result(api, project,
                                                                                         mcp_http_url):  # noqa: F811
     http_server(project, mcp_http_url)
+    assert_add_round_trip(api)
+
+
+def test_an_http_sse_mcp_tool_runs_inside_the_run_and_the_model_reads_its_result(api, project,
+                                                                                mcp_sse_url):  # noqa: F811
+    http_server(project, mcp_sse_url, transport="sse")
     assert_add_round_trip(api)
 
 
