@@ -81,6 +81,15 @@ def test_the_raw_stream_passes_the_clients_verifier_and_returns_the_state(live_s
     assert stored.agui_state == {"step": 1, "items": ["a"]}
 
 
+@pytest.mark.parametrize("client", CLIENTS)
+def test_state_survives_a_reload_of_the_app(live_server_url, api_key, client):
+    result = run_scenario("state_reload", live_server_url, api_key, client)
+
+    assert result["afterReload"] == {"cart": ["apple"]}
+    assert result["afterSecondReload"] == {"cart": ["apple", "pear"]}
+    assert Thread.objects.get(external_id=result["threadId"]).agui_state == {"cart": ["apple", "pear"]}
+
+
 def test_a_refused_request_fails_the_clients_run_with_the_problem(live_server_url, api_key):
     result = run_scenario("refused", live_server_url, api_key)
 

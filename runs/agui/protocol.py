@@ -63,6 +63,12 @@ def client_tools(run_input: RunAgentInput) -> list[wire.ClientTool]:
     return tools
 
 
+def state_is_empty(state: Any) -> bool:
+    """No state, or `{}`: what `HttpAgent` sends from a fresh agent (after a reload, say), which must not
+    wipe the thread's stored state; the stored one is sent back instead (docs/protocol.md#the-ag-ui-endpoint)."""
+    return state is None or state == {}
+
+
 def model_context(run_input: RunAgentInput, state: Any) -> dict[str, Any] | None:
     """The `context` items (and the shared state, when there is one) as the turn's additional context."""
     context: dict[str, Any] = {}

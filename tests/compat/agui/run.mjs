@@ -205,6 +205,30 @@ const scenarios = {
     return { threadId: agent.threadId, types };
   },
 
+  /** State survives a reload: an app's agent made afresh (state {}) on the same thread gets the stored state
+   *  back in STATE_SNAPSHOT; a state the app then sets is the one stored for the next fresh agent. */
+  async state_reload() {
+    const threadId = randomUUID();
+    const first = newAgent({ threadId, initialState: { cart: ["apple"] } });
+    first.addMessage(userMessage("remember my cart"));
+    await first.runAgent({ forwardedProps });
+
+    const reloaded = newAgent({ threadId });  // as after a page reload: empty state, no messages
+    assert.deepEqual(reloaded.state, {});
+    reloaded.addMessage(userMessage("what is in my cart?"));
+    await reloaded.runAgent({ forwardedProps });
+    const afterReload = reloaded.state;
+
+    reloaded.setState({ cart: ["apple", "pear"] });
+    reloaded.addMessage(userMessage("added a pear"));
+    await reloaded.runAgent({ forwardedProps });
+
+    const again = newAgent({ threadId });
+    again.addMessage(userMessage("and now?"));
+    await again.runAgent({ forwardedProps });
+    return { threadId, afterReload, afterSecondReload: again.state };
+  },
+
   /** abortRun() mid-answer cancels the run on the server; the next turn resends the partial answer. */
   async abort_then_continue() {
     const agent = newAgent();
