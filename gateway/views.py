@@ -22,11 +22,12 @@ from core.problems import Problem
 from core.sanity import InputError
 from core.sse import sse_response
 from gateway.chunks import DONE, ChunkEncoder, CompletionBuilder, sse_line
-from gateway.errors import (INVALID_REQUEST, RATE_LIMIT, SERVER_ERROR, GatewayError, from_model_error,
+from gateway.errors import (INVALID_REQUEST, RATE_LIMIT, SERVER_ERROR, GatewayError, from_model_error, invalid,
                             openai_error_body, openai_error_response, stream_error_body)
 from gateway.models import model_get, model_list, model_resolve
 from gateway.ratelimit import rate_limit_hit
 from gateway.translate import parse_chat_request
+from providers.parameters import parameter_refusal
 from projects import limits
 from projects.auth import Principal, principal_aresolve
 from projects.models_config import model_chain_for
@@ -59,8 +60,10 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
         if route.project_model:
             # The project's own models: the same fallbacks, keys and caps as its runs.
             chain = model_chain_for(principal.project, requested=route.alias)
+            parameters_check([target.provider for target in chain.targets], chat.parameters)
             deltas = _counted(chain.stream(chat.model_request(None)), principal)
         else:
+            parameters_check([route.provider], chat.parameters)
             deltas = _counted(get_provider(route.provider).stream(chat.model_request(route.model)), principal)
         deltas = metered(deltas, project=principal.project,
                          user_key=principal.session_user_key or principal.token_user_key or "",
@@ -107,6 +110,16 @@ async def _principal(request: HttpRequest) -> Principal:
         # Any other (a 503 while the database is down, with when to try again) is answered by
         # ProblemMiddleware in this route's OpenAI shape (core/error_shapes.py).
         raise
+
+
+def parameters_check(providers: list[str], parameters: dict[str, Any]) -> None:
+    """A 400 naming the first parameter that a provider which may answer (the model's, or any of its
+    fallbacks') cannot honour: refused rather than dropped, so the caller knows why the answer would differ."""
+    for provider in dict.fromkeys(providers):
+        refusal = parameter_refusal(provider, parameters)
+        if refusal is not None:
+            name, sentence = refusal
+            raise invalid(sentence, param=name, code="unsupported_parameter")
 
 
 async def _admit(principal: Principal) -> None:
