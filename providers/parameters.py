@@ -4,7 +4,7 @@ They travel in `ModelRequest.parameters` under OpenAI's names (the gateway's cal
 Completions); each provider sends them as its API names them (`providers/anthropic_messages.py`
 maps `stop` to `stop_sequences`, `reasoning_effort` to a thinking budget, a JSON schema to structured
 output). A parameter a provider cannot honour is refused before the call (`parameter_refusal`), so a
-caller learns it instead of getting an answer of another shape (docs/clients.md#forwarded-parameters).
+caller learns it instead of getting an answer of another shape (gateway/README.md#forwarded-parameters).
 """
 from __future__ import annotations
 
