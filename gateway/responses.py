@@ -19,13 +19,12 @@ from providers.base import Delta, ReasoningBlock, ReasoningDelta, StepEnd, TextD
 
 # Request fields copied to the chat body as they are (same name, same meaning).
 _SAME = ("model", "temperature", "top_p", "parallel_tool_calls", "stream")
-# Fields that do not change the answer: accepted and not forwarded.
-_IGNORED = ("store", "metadata", "user", "truncation", "include", "service_tier", "background", "prompt_cache_key",
-            "safety_identifier", "stream_options")
 
 
 def chat_body(body: Any) -> dict[str, Any]:
-    """A Responses request as the Chat Completions body that asks the same; 400 naming a field otherwise."""
+    """A Responses request as the Chat Completions body that asks the same; 400 naming a field otherwise.
+    Fields that do not change the answer (`store`, `metadata`, `user`, `include`, `truncation`…) are
+    not carried over."""
     if not isinstance(body, dict):
         raise invalid("The request body must be a JSON object.")
     if body.get("previous_response_id") is not None:
