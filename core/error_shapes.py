@@ -7,8 +7,9 @@ answer problem+json (core/problems.py). An app whose callers read another shape 
 prefix when Django starts: the gateway OpenAI's error object under `/api` (its callers are OpenAI
 clients, gateway/apps.py), the token exchange OAuth's under `/oauth` (RFC 6749, section 5.2,
 projects/apps.py). So neither the configuration layer nor this module imports an app's error module
-(an import contract in pyproject.toml). A path under no prefix is not the API: Django's own pages
-answer there.
+(an import contract in pyproject.toml). A path under no prefix is not the API: the page's and the
+admin's; an unknown one there is still a 404 problem unless a browser asks for HTML
+(tambo_project/views.py `not_found`).
 """
 from __future__ import annotations
 
@@ -31,7 +32,9 @@ class ErrorShape:
 PROBLEM_JSON = ErrorShape("problem+json", response_for)
 
 # Prefix (no trailing slash) -> shape; a prefix covers itself and every path below it.
-_table: dict[str, ErrorShape] = {"/v1": PROBLEM_JSON, "/threads": PROBLEM_JSON, "/audio": PROBLEM_JSON}
+# `/projects`, `/registry`, `/auth` and `/storage` are the SDK's older routes (projects/legacy_views.py).
+_table: dict[str, ErrorShape] = {prefix: PROBLEM_JSON for prefix in (
+    "/v1", "/threads", "/audio", "/projects", "/registry", "/auth", "/storage")}
 
 
 def error_shape_register(prefix: str, shape: ErrorShape) -> None:

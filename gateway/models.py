@@ -22,6 +22,7 @@ from django.conf import settings
 from gateway.errors import GatewayError, invalid
 from projects.config import project_settings
 from projects.models_config import project_model_names, project_targets
+from providers.parameters import supported_parameters
 
 OFFLINE_ALIAS = "offline"
 # OpenAI's Model object has a creation time; the allow-list comes from settings, so the time the
@@ -100,7 +101,9 @@ def model_resolve(*, requested: str | None, project=None) -> Route:
 def model_card(route: Route) -> dict:
     """A route as OpenAI's Model object (`GET /api/models`)."""
     return {"id": route.alias, "object": "model", "created": LISTED_SINCE,
-            "owned_by": "tambo-django" if route.provider == OFFLINE_ALIAS else route.provider}
+            "owned_by": "tambo-django" if route.provider == OFFLINE_ALIAS else route.provider,
+            # What a request to this model may send and have honoured (others: 400 naming them).
+            "supported_parameters": supported_parameters(route.provider)}
 
 
 def model_list(project=None) -> dict:

@@ -32,7 +32,10 @@ def _error(description: str) -> dict[str, Any]:
 _MODEL = {
     "type": "object",
     "properties": {"id": {"type": "string", "examples": ["offline"]}, "object": {"const": "model"},
-                   "created": {"type": "integer"}, "owned_by": {"type": "string"}},
+                   "created": {"type": "integer"}, "owned_by": {"type": "string"},
+                   "supported_parameters": {"type": "array", "items": {"type": "string"},
+                                            "description": "The request parameters this model honours; "
+                                                           "another answer-shaping one is a 400."}},
     "required": ["id", "object", "created", "owned_by"],
 }
 
@@ -65,6 +68,34 @@ def gateway_paths() -> dict[str, Any]:
                         "content": {"application/json": {"schema": {"type": "object"}},
                                     "text/event-stream": {"schema": {"type": "string"}}}},
                 "400": _error("Invalid request, or a model that is not on the allow-list (`model_not_found`)."),
+                **common_errors,
+                "413": _error("The body is larger than the server's limit (`payload_too_large`)."),
+                "429": _error("Too many requests for this key (`rate_limit_exceeded`); see `Retry-After`."),
+                "502": _error("The model provider failed."),
+            },
+        }},
+        "/api/responses": {"post": {
+            "operationId": "gatewayResponsesCreate",
+            "summary": "Create a response (OpenAI Responses API)",
+            "description": "OpenAI's Responses API over the same allow-list, limits and model call as the chat "
+                           "completions: text and function-call output items, `function_call_output` turns, "
+                           "`instructions`, usage; `stream: true` answers `response.*` events ending with "
+                           "`response.completed`. Nothing is stored: `previous_response_id` is a 400.",
+            "tags": ["gateway"],
+            "security": security,
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                "type": "object", "description": "OpenAI's Responses request (`model`, `input`, `instructions`, "
+                                                 "`tools`, `tool_choice`, `max_output_tokens`, `text`, `stream`, …).",
+                "properties": {"model": {"type": "string"}, "input": {"type": ["string", "array"]},
+                               "stream": {"type": "boolean"}},
+                "required": ["input"]}}}},
+            "responses": {
+                "200": {"description": "A `response` object, or with `stream: true` a stream of `response.*` "
+                                       "events.",
+                        "content": {"application/json": {"schema": {"type": "object"}},
+                                    "text/event-stream": {"schema": {"type": "string"}}}},
+                "400": _error("Invalid request, an unsupported item, tool or parameter, `previous_response_id`, "
+                              "or a model that is not on the allow-list (`model_not_found`)."),
                 **common_errors,
                 "413": _error("The body is larger than the server's limit (`payload_too_large`)."),
                 "429": _error("Too many requests for this key (`rate_limit_exceeded`); see `Retry-After`."),

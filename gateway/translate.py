@@ -3,8 +3,10 @@
 Front ends such as TinyRobot send their UI state along with each message (`loading`, `state`,
 `metadata`, `tool_calls[].index`, `reasoning_content`, `refusal`, ...). Those fields are tolerated
 and dropped here: every message is rebuilt from the fields the vendor needs, so nothing unknown
-ever reaches the vendor. Top-level fields the gateway does not support (`top_p`, `seed`, `user`,
-...) are ignored likewise.
+ever reaches the vendor. The parameters that change the answer (`response_format`, `stop`, `top_p`,
+`seed`, penalties, `parallel_tool_calls`, `reasoning_effort`: providers/parameters.py) are checked
+here and forwarded under their OpenAI names; the view refuses one the answering provider cannot
+honour. Fields that do not change the answer (`user`, `metadata`, `store`...) are ignored.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from typing import Any
 
 from gateway.errors import invalid
 from providers.base import ModelRequest, ModelTool
+from providers.parameters import THINKING_BUDGETS
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 TOOL_CHOICE_WORDS = ("auto", "required", "none")
@@ -30,10 +33,13 @@ class ChatRequest:
     max_tokens: int | None = None
     stream: bool = False
     include_usage: bool = False
+    # The forwarded parameters the caller sent, under OpenAI's names (providers/parameters.py).
+    parameters: dict[str, Any] = field(default_factory=dict)
 
     def model_request(self, vendor_model: str | None) -> ModelRequest:
         return ModelRequest(messages=self.messages, tools=self.tools, tool_choice=self.tool_choice,
-                            model=vendor_model, max_tokens=self.max_tokens, temperature=self.temperature)
+                            model=vendor_model, max_tokens=self.max_tokens, temperature=self.temperature,
+                            parameters=dict(self.parameters))
 
 
 def parse_chat_request(body: Any) -> ChatRequest:
@@ -62,7 +68,71 @@ def parse_chat_request(body: Any) -> ChatRequest:
         max_tokens=_max_tokens(body),
         stream=stream,
         include_usage=bool(options.get("include_usage")),
+        parameters=forwarded_parameters(body),
     )
+
+
+def forwarded_parameters(body: dict) -> dict[str, Any]:
+    """The answer-shaping parameters of `body`, checked; those equal to the default are left out (a
+    `response_format` of `text`, `parallel_tool_calls: true`, `logprobs: false`), so no provider is
+    refused a parameter that asks for nothing."""
+    out: dict[str, Any] = {}
+    if body.get("response_format") is not None:
+        response_format = _response_format(body["response_format"])
+        if response_format is not None:
+            out["response_format"] = response_format
+    if body.get("stop") is not None:
+        out["stop"] = _stop(body["stop"])
+    for name, low, high in (("top_p", 0, 1), ("presence_penalty", -2, 2), ("frequency_penalty", -2, 2)):
+        if body.get(name) is not None:
+            out[name] = _number(body[name], name, low, high)
+    if body.get("seed") is not None:
+        if isinstance(body["seed"], bool) or not isinstance(body["seed"], int):
+            raise invalid("seed must be an integer.", param="seed")
+        out["seed"] = body["seed"]
+    for name in ("parallel_tool_calls", "logprobs"):
+        value = _optional(body, name, bool)
+        if value is not None and value != (name == "parallel_tool_calls"):
+            out[name] = value
+    if body.get("top_logprobs") is not None:
+        value = body["top_logprobs"]
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 20:
+            raise invalid("top_logprobs must be an integer from 0 to 20.", param="top_logprobs")
+        out["top_logprobs"] = value
+    if body.get("reasoning_effort") is not None:
+        if body["reasoning_effort"] not in THINKING_BUDGETS:
+            raise invalid(f"reasoning_effort must be one of {', '.join(THINKING_BUDGETS)}.", param="reasoning_effort")
+        out["reasoning_effort"] = body["reasoning_effort"]
+    return out
+
+
+def _response_format(value: Any) -> dict[str, Any] | None:
+    kind = value.get("type") if isinstance(value, dict) else None
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        return {"type": "json_object"}
+    if kind != "json_schema":
+        raise invalid("response_format.type must be text, json_object or json_schema.", param="response_format")
+    spec = value.get("json_schema")
+    if not isinstance(spec, dict) or not isinstance(spec.get("name"), str) or not isinstance(spec.get("schema"), dict):
+        raise invalid("response_format.json_schema needs a name and a schema object.",
+                      param="response_format.json_schema")
+    kept = {k: spec[k] for k in ("name", "schema", "strict", "description") if k in spec}
+    return {"type": "json_schema", "json_schema": kept}
+
+
+def _stop(value: Any) -> list[str]:
+    stops = [value] if isinstance(value, str) else value
+    if not isinstance(stops, list) or not 1 <= len(stops) <= 4 or not all(isinstance(s, str) and s for s in stops):
+        raise invalid("stop must be a non-empty string or an array of 1 to 4 of them.", param="stop")
+    return stops
+
+
+def _number(value: Any, name: str, low: float, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+        raise invalid(f"{name} must be a number from {low} to {high}.", param=name)
+    return float(value)
 
 
 def _optional(body: dict, name: str, kind: type) -> Any:

@@ -22,11 +22,13 @@ from core.problems import Problem
 from core.sanity import InputError
 from core.sse import sse_response
 from gateway.chunks import DONE, ChunkEncoder, CompletionBuilder, sse_line
-from gateway.errors import (INVALID_REQUEST, RATE_LIMIT, SERVER_ERROR, GatewayError, from_model_error,
+from gateway.errors import (INVALID_REQUEST, RATE_LIMIT, SERVER_ERROR, GatewayError, from_model_error, invalid,
                             openai_error_body, openai_error_response, stream_error_body)
-from gateway.models import model_get, model_list, model_resolve
+from gateway.models import Route, model_get, model_list, model_resolve
 from gateway.ratelimit import rate_limit_hit
-from gateway.translate import parse_chat_request
+from gateway.responses import ResponseFold, chat_body, event_line
+from gateway.translate import ChatRequest, parse_chat_request
+from providers.parameters import parameter_refusal
 from projects import limits
 from projects.auth import Principal, principal_aresolve
 from projects.models_config import model_chain_for
@@ -46,25 +48,9 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
         return _method_not_allowed("POST")
     try:
-        principal = await _principal(request)
-        wait = await rate_limit_hit(bucket=principal.rate_limit_key, limit=settings.GATEWAY_RATE_LIMIT_PER_MINUTE)
-        if wait is not None:
-            metrics.rate_limited(principal.project, "gateway_requests_per_minute")
-            raise GatewayError(429, "Too many requests for this API key; try again later.", type_=RATE_LIMIT,
-                               code="rate_limit_exceeded", retry_after=wait)
+        principal = await _caller(request)
         chat = parse_chat_request(_body(request))
-        await _admit(principal)
-        route = model_resolve(requested=chat.model, project=principal.project)
-        chain = None
-        if route.project_model:
-            # The project's own models: the same fallbacks, keys and caps as its runs.
-            chain = model_chain_for(principal.project, requested=route.alias)
-            deltas = _counted(chain.stream(chat.model_request(None)), principal)
-        else:
-            deltas = _counted(get_provider(route.provider).stream(chat.model_request(route.model)), principal)
-        deltas = metered(deltas, project=principal.project,
-                         user_key=principal.session_user_key or principal.token_user_key or "",
-                         kind="gateway", model=route.model or route.alias, provider=route.provider, chain=chain)
+        route, deltas = await _model_call(principal, chat)
         if not chat.stream:
             return JsonResponse(await _whole(deltas, route.alias))
         first = await _first(deltas)
@@ -74,6 +60,91 @@ async def chat_completions(request: HttpRequest) -> HttpResponse:
     # OpenAI shape (core/error_shapes.py, gateway/apps.py).
     encoder = ChunkEncoder(model=route.alias, include_usage=chat.include_usage)
     return sse_response(_stream(encoder, first, deltas))
+
+
+@csrf_exempt  # key callers have no CSRF token; session callers are checked in principal_aresolve
+async def responses(request: HttpRequest) -> HttpResponse:
+    """`POST /api/responses`: OpenAI's Responses API over the same checks and metered model call as the
+    chat completions (gateway/responses.py translates both ways)."""
+    if request.method != "POST":
+        return _method_not_allowed("POST")
+    try:
+        principal = await _caller(request)
+        body = _body(request)
+        chat = parse_chat_request(chat_body(body))
+        route, deltas = await _model_call(principal, chat)
+        fold = ResponseFold(model=route.alias, request=body)
+        if not chat.stream:
+            await _fold_whole(deltas, fold)
+            return JsonResponse(fold.response())
+        first = await _first(deltas)
+    except GatewayError as error:
+        return error.response()
+    return sse_response(_response_events(fold, first, deltas))
+
+
+async def _caller(request: HttpRequest) -> Principal:
+    """Who is calling, counted against the key's request rate (429 past it)."""
+    principal = await _principal(request)
+    wait = await rate_limit_hit(bucket=principal.rate_limit_key, limit=settings.GATEWAY_RATE_LIMIT_PER_MINUTE)
+    if wait is not None:
+        metrics.rate_limited(principal.project, "gateway_requests_per_minute")
+        raise GatewayError(429, "Too many requests for this API key; try again later.", type_=RATE_LIMIT,
+                           code="rate_limit_exceeded", retry_after=wait)
+    return principal
+
+
+async def _model_call(principal: Principal, chat: ChatRequest) -> tuple[Route, AsyncIterator[Delta]]:
+    """The one metered model call of both gateway routes: the project's budget, the model's route, the
+    parameters its provider must honour, then the deltas, counted and metered. Nothing is called yet."""
+    await _admit(principal)
+    route = model_resolve(requested=chat.model, project=principal.project)
+    chain = None
+    if route.project_model:
+        # The project's own models: the same fallbacks, keys and caps as its runs.
+        chain = model_chain_for(principal.project, requested=route.alias)
+        parameters_check([target.provider for target in chain.targets], chat.parameters)
+        deltas = _counted(chain.stream(chat.model_request(None)), principal)
+    else:
+        parameters_check([route.provider], chat.parameters)
+        deltas = _counted(get_provider(route.provider).stream(chat.model_request(route.model)), principal)
+    return route, metered(deltas, project=principal.project,
+                          user_key=principal.session_user_key or principal.token_user_key or "",
+                          kind="gateway", model=route.model or route.alias, provider=route.provider, chain=chain)
+
+
+async def _fold_whole(deltas: AsyncIterator[Delta], fold: ResponseFold) -> None:
+    try:
+        async for delta in deltas:
+            fold.feed(delta)
+    except ModelError as error:
+        log.warning("gateway: the model failed: %s (status %s)", error.code, error.status)
+        raise from_model_error(error) from None
+    finally:
+        await deltas.aclose()
+    if fold.end is None:
+        raise GatewayError(502, MSG_NO_ANSWER, type_=SERVER_ERROR, code="upstream_error")
+
+
+async def _response_events(fold: ResponseFold, first: Delta, deltas: AsyncIterator[Delta]) -> AsyncIterator[bytes]:
+    """The Responses SSE body; a model failure mid-stream ends it with `error` and `response.failed`."""
+    try:
+        yield b"".join(event_line(event) for event in [*fold.opening(), *fold.feed(first)])
+        async for delta in deltas:
+            events = fold.feed(delta)
+            if events:
+                yield b"".join(event_line(event) for event in events)
+        if fold.end is None:
+            raise ModelError("LLM_SERVER_ERROR", MSG_NO_ANSWER, retryable=True)
+    except ModelError as error:
+        log.warning("gateway: the model failed mid-stream: %s (status %s)", error.code, error.status)
+        body = stream_error_body(error)["error"]
+        yield b"".join(event_line(event) for event in fold.failed(body.get("code") or "server_error", body["message"]))
+    except Exception:
+        log.exception("gateway: the stream failed")
+        yield b"".join(event_line(event) for event in fold.failed("internal_error", MSG_INTERNAL))
+    finally:
+        await deltas.aclose()
 
 
 @csrf_exempt  # a read: any other method must learn it is 405, not a CSRF failure
@@ -94,7 +165,8 @@ async def models(request: HttpRequest, model_id: str | None = None) -> HttpRespo
 async def not_found(request: HttpRequest, rest: str = "") -> HttpResponse:
     """Any other path under /api/: OpenAI's 404 shape, so a mistyped base URL is obvious."""
     return openai_error_response(404, f"Unknown path {request.path[:200]!r}; the gateway serves "
-                                      "POST /api/chat/completions.", "invalid_request_error", "unknown_url")
+                                      "POST /api/chat/completions and POST /api/responses.", "invalid_request_error",
+                                 "unknown_url")
 
 
 async def _principal(request: HttpRequest) -> Principal:
@@ -107,6 +179,16 @@ async def _principal(request: HttpRequest) -> Principal:
         # Any other (a 503 while the database is down, with when to try again) is answered by
         # ProblemMiddleware in this route's OpenAI shape (core/error_shapes.py).
         raise
+
+
+def parameters_check(providers: list[str], parameters: dict[str, Any]) -> None:
+    """A 400 naming the first parameter that a provider which may answer (the model's, or any of its
+    fallbacks') cannot honour: refused rather than dropped, so the caller knows why the answer would differ."""
+    for provider in dict.fromkeys(providers):
+        refusal = parameter_refusal(provider, parameters)
+        if refusal is not None:
+            name, sentence = refusal
+            raise invalid(sentence, param=name, code="unsupported_parameter")
 
 
 async def _admit(principal: Principal) -> None:

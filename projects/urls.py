@@ -1,7 +1,9 @@
-from django.urls import path
+from django.urls import path, re_path
 
-from projects import oauth
+from projects import legacy_views, oauth
 
 urlpatterns = [
     path("oauth/token", oauth.token_view, name="oauth-token"),
+    path("projects", legacy_views.project_current, name="project-current"),
+    re_path(r"^(?:projects/|registry(?:/|$)|auth/mcp/access-token$|storage/presign$)", legacy_views.not_served),
 ]

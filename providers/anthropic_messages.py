@@ -11,7 +11,11 @@ Pure (no I/O), so every rule is easy to test alone:
   with the message) open its content unmodified: with thinking on, the API refuses a tool result
   whose calling turn does not start with them;
 - tools map to `input_schema`, tool_choice to auto/any/none/tool; `max_tokens` is required by the
-  API, so a request without one asks for DEFAULT_MAX_TOKENS.
+  API, so a request without one asks for DEFAULT_MAX_TOKENS;
+- parameters under Chat Completions' names (the gateway's, providers/parameters.py) take the
+  Messages API's: `stop` → `stop_sequences`, a `response_format` JSON schema → structured output
+  (`output_config.format`), `reasoning_effort` → a thinking budget (added to `max_tokens`, which
+  must exceed it), `parallel_tool_calls: false` → `tool_choice.disable_parallel_tool_use`.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ import json
 from typing import Any
 
 from providers.base import ModelRequest, ModelTool
+from providers.parameters import THINKING_BUDGETS
 
 DEFAULT_MAX_TOKENS = 4096
 # Parameters the SDK's `create` names go as arguments; the others (temperature, top_p, top_k: recent
@@ -35,6 +40,8 @@ def messages_params(request: ModelRequest, *, default_model: str) -> dict[str, A
     extra = dict(request.parameters)
     if request.temperature is not None:
         extra["temperature"] = request.temperature
+    single_tool_call = extra.pop("parallel_tool_calls", None) is False
+    _chat_completions_names(extra, params)
     for name in _NAMED:
         if name in extra:
             params[name] = extra.pop(name)
@@ -44,7 +51,25 @@ def messages_params(request: ModelRequest, *, default_model: str) -> dict[str, A
         params["tools"] = [anthropic_tool(tool) for tool in request.tools]
         if request.tool_choice is not None:
             params["tool_choice"] = anthropic_tool_choice(request.tool_choice)
+        if single_tool_call:
+            params["tool_choice"] = {**params.get("tool_choice", {"type": "auto"}), "disable_parallel_tool_use": True}
     return params
+
+
+def _chat_completions_names(extra: dict[str, Any], params: dict[str, Any]) -> None:
+    """Moves the parameters named as Chat Completions names them to the Messages API's names, in place."""
+    stop = extra.pop("stop", None)
+    if stop is not None:
+        extra["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
+    response_format = extra.pop("response_format", None)
+    if isinstance(response_format, dict) and response_format.get("type") == "json_schema":
+        schema = response_format["json_schema"]["schema"]
+        extra["output_config"] = {**extra.get("output_config", {}), "format": {"type": "json_schema", "schema": schema}}
+    effort = extra.pop("reasoning_effort", None)
+    if effort in THINKING_BUDGETS:
+        budget = THINKING_BUDGETS[effort]
+        extra["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        params["max_tokens"] += budget
 
 
 def anthropic_tool(tool: ModelTool) -> dict[str, Any]:

@@ -161,8 +161,9 @@ An [AG-UI](https://docs.ag-ui.com) agent endpoint (docs/protocol.md#the-ag-ui-en
 `RunAgentInput`, the end user `forwardedProps.userKey` (or a bearer token's user). `threadId` is the
 client's own conversation id (created on first use, per user) or a server thread id `thr_…`. Messages
 already stored are skipped; new user messages are the turn; `tool` messages answer the pending calls;
-`tools` are client tools; `context` and `state` reach the model. At most `AGUI_MAX_MESSAGES` messages
-(413 beyond). Components are a /v1 feature and are not offered here.
+`tools` are client tools; `context` and `state` reach the model (an absent or empty `state` keeps the
+thread's stored one). `protocolVersion` picks the events' version: absent is 0.0.x. At most
+`AGUI_MAX_MESSAGES` messages (413 beyond). Components are a /v1 feature and are not offered here.
 """
 
 AG_UI_EVENTS_PLAIN = """\
@@ -171,9 +172,10 @@ number this stream's events, which the /v1 events route does not replay), that p
 `@ag-ui/client`'s verification: `RUN_STARTED {threadId, runId}` with the client's ids, then
 `STATE_SNAPSHOT {snapshot}` (the thread's stored state), `TEXT_MESSAGE_START` / `TEXT_MESSAGE_CONTENT` /
 `TEXT_MESSAGE_END`, `TOOL_CALL_START` / `TOOL_CALL_ARGS` / `TOOL_CALL_END`, `TOOL_CALL_RESULT` for server
-tools, and last exactly one `RUN_FINISHED {threadId, runId, outcome?}` (a client tool call ends the run
-with `outcome: {type: "success", pendingToolCallIds}`) or `RUN_ERROR {message, code}`. No `CUSTOM`
-events. The server's own ids are in the `X-Thread-Id` and `X-Run-Id` headers.
+tools, and last exactly one `RUN_FINISHED {threadId, runId, outcome?}` (to a 1.0 client, a client tool
+call ends the run with `outcome: {type: "success", pendingToolCallIds}`; a 0.0.x client gets no
+`outcome`, and reasoning as `THINKING_*` instead of `REASONING_*`) or `RUN_ERROR {message, code}`. No
+`CUSTOM` events. The server's own ids are in the `X-Thread-Id` and `X-Run-Id` headers.
 """
 
 

@@ -9,6 +9,8 @@ from telemetry.views import metrics_view
 
 # Django's own refusals (a bad Host) in the route's error shape.
 handler400 = "tambo_project.views.bad_request"
+# An unknown path off the API answers a 404 problem too, unless a browser asks for a page.
+handler404 = "tambo_project.views.not_found"
 
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),

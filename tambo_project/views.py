@@ -2,6 +2,9 @@ from django.db import connection
 from django.http import JsonResponse
 from django.views import csrf, defaults
 
+from core.error_shapes import error_answer
+from core.problems import Problem
+
 from tambo_project.middleware import django_error_answer
 
 
@@ -27,3 +30,13 @@ def csrf_failure(request, reason=""):
     answer = django_error_answer(request, 403, "FORBIDDEN", "This request needs a CSRF token, or an API key instead "
                                                      "of a session cookie.")
     return answer if answer is not None else csrf.csrf_failure(request, reason)
+
+
+def not_found(request, exception=None):
+    """handler404: an unknown path. On the API the middleware has answered in the route's shape already
+    (core/error_shapes.py); elsewhere a client that does not ask for HTML (an SDK, curl, fetch) gets a
+    404 problem rather than a page it would show as its error message."""
+    accept = request.headers.get("Accept", "")
+    if "text/html" in accept:
+        return defaults.page_not_found(request, exception)
+    return error_answer(Problem(404, "NOT_FOUND", "No such resource."), request.path)

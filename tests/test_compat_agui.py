@@ -27,13 +27,18 @@ def node_or_fail() -> str:
     return node.node_for(AGUI_DIR, "@ag-ui/client")
 
 
-def run_node(args: list[str], base_url: str, api_key: str):
+# The client versions tests/compat/agui installs: 1.0.0, and 0.0.59 under an npm alias (the version
+# CopilotKit's runtime 1.75.0 pins; strict about AG-UI 1.0's fields, and it sends no protocolVersion).
+CLIENTS = ["@ag-ui/client", "ag-ui-client-0059"]
+
+
+def run_node(args: list[str], base_url: str, api_key: str, client: str = "@ag-ui/client"):
     return node.run_node(AGUI_DIR, "@ag-ui/client", args, base_url, api_key,
-                         {"SUPPRESS_TRANSFORMATION_WARNINGS": ""})
+                         {"SUPPRESS_TRANSFORMATION_WARNINGS": "", "AGUI_CLIENT": client})
 
 
-def run_scenario(name: str, base_url: str, api_key: str) -> dict:
-    done = run_node(["run.mjs", name], base_url, api_key)
+def run_scenario(name: str, base_url: str, api_key: str, client: str = "@ag-ui/client") -> dict:
+    done = run_node(["run.mjs", name], base_url, api_key, client)
     result = node.scenario_result(done, name)
     # The client warns on stderr about anything in the stream it had to strip or could not read.
     assert "[ag-ui]" not in done.stderr, done.stderr
@@ -45,8 +50,9 @@ def thread_for(api, client_thread_id: str) -> dict:
     return api.thread(thread.id)
 
 
-def test_http_agent_gets_the_answer_and_history_sent_twice_is_stored_once(live_server_url, api_key, api):
-    result = run_scenario("text_run", live_server_url, api_key)
+@pytest.mark.parametrize("client", CLIENTS)
+def test_http_agent_gets_the_answer_and_history_sent_twice_is_stored_once(live_server_url, api_key, api, client):
+    result = run_scenario("text_run", live_server_url, api_key, client)
 
     thread = thread_for(api, result["threadId"])
     assert [m["role"] for m in thread["messages"]] == ["user", "assistant", "user", "assistant"]
@@ -56,8 +62,9 @@ def test_http_agent_gets_the_answer_and_history_sent_twice_is_stored_once(live_s
     assert thread["runStatus"] == "idle"
 
 
-def test_a_frontend_tool_ends_the_run_and_its_result_continues_the_thread(live_server_url, api_key, api):
-    result = run_scenario("client_tool", live_server_url, api_key)
+@pytest.mark.parametrize("client", CLIENTS)
+def test_a_frontend_tool_ends_the_run_and_its_result_continues_the_thread(live_server_url, api_key, api, client):
+    result = run_scenario("client_tool", live_server_url, api_key, client)
 
     thread = thread_for(api, result["threadId"])
     assert "pendingToolCallIds" not in thread
@@ -72,6 +79,15 @@ def test_the_raw_stream_passes_the_clients_verifier_and_returns_the_state(live_s
 
     stored = Thread.objects.get(external_id=result["threadId"])
     assert stored.agui_state == {"step": 1, "items": ["a"]}
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_state_survives_a_reload_of_the_app(live_server_url, api_key, client):
+    result = run_scenario("state_reload", live_server_url, api_key, client)
+
+    assert result["afterReload"] == {"cart": ["apple"]}
+    assert result["afterSecondReload"] == {"cart": ["apple", "pear"]}
+    assert Thread.objects.get(external_id=result["threadId"]).agui_state == {"cart": ["apple", "pear"]}
 
 
 def test_a_refused_request_fails_the_clients_run_with_the_problem(live_server_url, api_key):

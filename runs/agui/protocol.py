@@ -63,6 +63,12 @@ def client_tools(run_input: RunAgentInput) -> list[wire.ClientTool]:
     return tools
 
 
+def state_is_empty(state: Any) -> bool:
+    """No state, or `{}`: what `HttpAgent` sends from a fresh agent (after a reload, say), which must not
+    wipe the thread's stored state; the stored one is sent back instead (docs/protocol.md#the-ag-ui-endpoint)."""
+    return state is None or state == {}
+
+
 def model_context(run_input: RunAgentInput, state: Any) -> dict[str, Any] | None:
     """The `context` items (and the shared state, when there is one) as the turn's additional context."""
     context: dict[str, Any] = {}
@@ -177,16 +183,35 @@ def result_message_id(tool_call_id: str) -> str:
     return f"{tool_call_id}.result"
 
 
+def speaks_1_0(run_input: RunAgentInput) -> bool:
+    """Whether the client speaks AG-UI 1.0 or later: it says so in `protocolVersion` ("1.0").
+
+    Clients of the 0.0.x series send no version, and their schemas are strict about what 1.0 added:
+    `@ag-ui/client` 0.0.59 (pinned by CopilotKit's runtime 1.75.0) throws on RUN_FINISHED's
+    `outcome.pendingToolCallIds`, so one such field would fail the whole run on the client.
+    """
+    version = run_input.protocol_version
+    if not version:
+        return False
+    major = version.split(".", 1)[0]
+    return not major.isdigit() or int(major) >= 1
+
+
 async def agui_events(events: AsyncIterator[BaseEvent], *, thread_id: str, run_id: str,
-                      state: Any) -> AsyncIterator[BaseEvent]:
-    """The advance loop's events as a generic AG-UI client expects them."""
+                      state: Any, version_1_0: bool = True) -> AsyncIterator[BaseEvent]:
+    """The advance loop's events as a generic AG-UI client of that protocol version expects them.
+
+    A 1.0 client gets RUN_FINISHED's `outcome` (with the pending client tool calls) and reasoning as
+    REASONING_*; a 0.0.x client (`version_1_0` False) gets RUN_FINISHED without `outcome` (it reads
+    the pending calls from the tool calls it saw) and reasoning as THINKING_*, which every 0.0.x knows.
+    """
     reasoning = _ReasoningIds()
     async for event in events:
         if isinstance(event, RunStartedEvent):
             yield RunStartedEvent(thread_id=thread_id, run_id=run_id)
             yield StateSnapshotEvent(snapshot=state if state is not None else {})
         elif isinstance(event, RunFinishedEvent):
-            yield RunFinishedEvent(thread_id=thread_id, run_id=run_id, outcome=event.outcome)
+            yield RunFinishedEvent(thread_id=thread_id, run_id=run_id, outcome=event.outcome if version_1_0 else None)
         elif isinstance(event, RunErrorEvent):
             # Without Tambo's extra members, which AG-UI clients strip with a warning.
             yield RunErrorEvent(message=event.message, code=event.code)
@@ -198,7 +223,7 @@ async def agui_events(events: AsyncIterator[BaseEvent], *, thread_id: str, run_i
             yield event.model_copy(update={"message_id": result_message_id(event.tool_call_id)})
         elif isinstance(event, THINKING_EVENTS):
             # @tambo-ai/client reads THINKING_*; AG-UI 1.0 names them REASONING_*, with ids.
-            yield reasoning.event(event)
+            yield reasoning.event(event) if version_1_0 else event
         else:
             yield event
 

@@ -42,7 +42,8 @@ def agui_run_start(*, principal: Principal, run_input: RunAgentInput) -> Started
     results (400 INVALID_TOOL_RESULT unless they answer exactly the pending calls), then the lock
     (409 CONCURRENT_RUN). The new thread, the Run row, the new messages (with the client's ids)
     and the state are written in the lock's transaction, so a rejected request writes nothing.
-    The returned run's `thread.agui_state` is the state its stream sends back.
+    The returned run's `thread.agui_state` is the state its stream sends back: the client's when it
+    sent one, the stored one when it sent none or an empty one (docs/protocol.md#the-ag-ui-endpoint).
     """
     agui.check_input(run_input, max_messages=settings.AGUI_MAX_MESSAGES)
     user_key = _user_key(principal, run_input)
@@ -63,7 +64,7 @@ def agui_run_start(*, principal: Principal, run_input: RunAgentInput) -> Started
             locked_turn.context = agui.model_context(run_input, _state(locked, run_input))
             turn_store(thread=locked, run=run, turn=locked_turn)
             locked.pending_tool_call_ids = []
-            if run_input.state is not None:
+            if not agui.state_is_empty(run_input.state):
                 locked.agui_state = run_input.state
 
         # Straight into STREAMING, as /v1 runs: the loop starts the model at once.
@@ -126,7 +127,7 @@ def _plan(thread: Thread, run_input: RunAgentInput) -> Turn:
 
 
 def _state(thread: Thread, run_input: RunAgentInput) -> Any:
-    return run_input.state if run_input.state is not None else thread.agui_state
+    return thread.agui_state if agui.state_is_empty(run_input.state) else run_input.state
 
 
 def _run_body(run_input: RunAgentInput, turn: Turn, tools: list[wire.ClientTool]) -> wire.CreateRunBody:

@@ -17,7 +17,7 @@ from core.input_guard import request_json
 from core.problems import Problem, response_for
 from core.validation import parse_body
 from projects.auth import principal_aresolve
-from runs.agui.protocol import agui_events, check_media
+from runs.agui.protocol import agui_events, check_media, speaks_1_0
 from runs.agui.services import agui_run_start
 from runs.views import run_start_shielded, stream_run
 
@@ -34,7 +34,7 @@ async def agui_run(request: HttpRequest) -> HttpResponse:
     except Problem as problem:
         return response_for(problem, request.path)
     response = stream_run(started, partial(agui_events, thread_id=run_input.thread_id, run_id=run_input.run_id,
-                                           state=started.thread.agui_state))
+                                           state=started.thread.agui_state, version_1_0=speaks_1_0(run_input)))
     # The server's own ids, as on /v1 (an AG-UI client ignores them; the REST API knows these).
     response["X-Thread-Id"] = started.thread.id
     return response

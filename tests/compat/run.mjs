@@ -451,6 +451,30 @@ const scenarios = {
 };
 
 Object.assign(scenarios, {
+  /** The SDK's older hosted-service methods: getCurrent answers the key's project, the rest a JSON 404
+   *  whose message names what to use instead (never an HTML page as the error message). */
+  async legacy_routes() {
+    const sdk = newSdk();
+    const project = await sdk.beta.projects.getCurrent();
+    const refusals = {};
+    for (const [name, call] of Object.entries({
+      registry: () => sdk.beta.registry.retrieve("DataCard"),
+      mcpToken: () => sdk.beta.auth.getMcpToken({ contextKey: USER_KEY }),
+      presign: () => sdk.storage.presign({ contentType: "image/png", fileName: "a.png", size: 10 }),
+      projectKeys: () => sdk.beta.projects.apiKey.list("p"),
+    })) {
+      try {
+        await call();
+        throw new Error(`${name} was answered`);
+      } catch (error) {
+        assert.equal(error.status, 404, `${name}: ${error}`);
+        assert.ok(!String(error.message).includes("<"), `${name}: ${error.message}`);
+        refusals[name] = { code: error.error?.code, detail: error.error?.detail };
+      }
+    }
+    return { project: { id: project.id, name: project.name, isTokenRequired: project.isTokenRequired }, refusals };
+  },
+
   /** beta.auth.getToken exchanges a user token; the access token lists the user's threads without userKey. */
   async token_exchange() {
     const exchanged = await exchangeUserToken(newSdk(), signUserToken(USER_KEY));

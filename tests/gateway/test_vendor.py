@@ -124,7 +124,7 @@ def test_it_forwards_only_what_the_vendor_needs(gateway, fake, api_key):
     assert sent["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
     assert sent["max_tokens"] == 50
     assert sent["temperature"] == 0.5
-    assert "top_p" not in sent and "user" not in sent
+    assert sent["top_p"] == 0.9 and "user" not in sent  # top_p changes the answer: forwarded
 
 
 @pytest.mark.parametrize("stream", [True, False])

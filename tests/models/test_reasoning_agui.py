@@ -29,3 +29,17 @@ def test_a_generic_agui_client_receives_reasoning_as_reasoning_events(tmp_path, 
     assert not any(kind.startswith("THINKING") for kind in types)
     assert result["reasoning"] == ["Light scatters."]
     assert result["answer"] == ["Rayleigh scattering."]
+
+
+def test_a_0_0_x_agui_client_receives_reasoning_as_thinking_events(tmp_path, models_url, oai):
+    # @ag-ui/client 0.0.59 sends no protocolVersion: it gets the THINKING_* names every 0.0.x client knows.
+    apply_file(tmp_path, f"projects:\n  - name: agui-thinker\n    models: [{openai_model(oai.fake)}]\n")
+    oai.script(Text(["Rayleigh ", "scattering."], reasoning=["Light ", "scatters."]))
+    _, raw = ApiKey.generate(Project.objects.get(name="agui-thinker"), "tests")
+    result = run_scenario("reasoning_run", models_url, raw, "ag-ui-client-0059")
+    types = result["types"]
+    assert types[types.index("THINKING_START"):types.index("THINKING_END") + 1] == [
+        "THINKING_START", "THINKING_TEXT_MESSAGE_START", "THINKING_TEXT_MESSAGE_CONTENT", "THINKING_TEXT_MESSAGE_END",
+        "THINKING_END"]
+    assert not any(kind.startswith("REASONING") for kind in types)
+    assert result["answer"] == ["Rayleigh scattering."]

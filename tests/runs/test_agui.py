@@ -26,7 +26,8 @@ def user(text: str, message_id: str | None = None) -> dict:
 
 
 def run_input(thread_id: str, messages: list[dict], user_key: str | None = "alice", **extra) -> dict:
-    body = {"threadId": thread_id, "runId": f"r-{uuid.uuid4()}", "messages": messages, "tools": [],
+    # An AG-UI 1.0 client, as @ag-ui/client 1.0.0 sends it (0.0.x clients send no protocolVersion).
+    body = {"threadId": thread_id, "runId": f"r-{uuid.uuid4()}", "protocolVersion": "1.0", "messages": messages, "tools": [],
             "context": [], "state": {}, "forwardedProps": {"userKey": user_key} if user_key else {}}
     return {**body, **extra}
 
@@ -159,6 +160,30 @@ def test_state_is_stored_on_the_thread_and_sent_back_after_run_started(api: Api)
 
     assert again[1]["snapshot"] == state
     assert Thread.objects.get(id=server_thread_id).agui_state == state
+
+
+def test_a_client_without_a_protocol_version_gets_no_1_0_fields(api: Api):
+    body = run_input("conv-0x", [user('Use get_weather {"city": "Oslo"}')], tools=[WEATHER])
+    del body["protocolVersion"]
+    _, events = run(api, body)
+
+    finished = events[-1]
+    assert finished["type"] == "RUN_FINISHED" and "outcome" not in finished, finished
+    assert any(e["type"] == "TOOL_CALL_START" for e in events)
+
+
+def test_an_empty_state_on_a_thread_with_stored_state_is_answered_with_the_stored_one(api: Api):
+    state = {"todo": ["buy milk"]}
+    server_thread_id, _ = run(api, run_input("conv-5b", [user("hi")], state=state))
+
+    # HttpAgent made afresh (a reload) sends `state: {}`: the stored state comes back and stays.
+    _, again = run(api, run_input("conv-5b", [user("again")], state={}))
+
+    assert again[1] == {**again[1], "type": "STATE_SNAPSHOT", "snapshot": state}
+    assert Thread.objects.get(id=server_thread_id).agui_state == state
+    _, changed = run(api, run_input("conv-5b", [user("done")], state={"todo": []}))
+    assert changed[1]["snapshot"] == {"todo": []}
+    assert Thread.objects.get(id=server_thread_id).agui_state == {"todo": []}
 
 
 def test_context_and_state_reach_the_model_with_the_turn(api: Api):

@@ -25,7 +25,7 @@ import json
 from typing import Any
 
 from tests.support.fake_openai import (Drop, FakeOpenAI, HTTPError, Raw, RecordedRequest, Reply, Stall,
-                                       StreamError, Text, ToolCalls, _EndAnswer, _Handler)
+                                       StreamError, Text, ToolCalls, _EndAnswer, _Handler, honour_stop)
 
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
                 404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error", 529: "overloaded_error"}
@@ -141,7 +141,7 @@ class _AnthropicHandler(_Handler):
         refusal = thinking_refusal(body, self.server.fake.redacted_given)
         if refusal:
             return self._send_json(400, anthropic_error(400, refusal))
-        reply = self.server.fake._reply_for(body)
+        reply = honour_stop(self.server.fake._reply_for(body), body.get("stop_sequences"))
         if isinstance(reply, (Text, ToolCalls)) and reply.redacted:
             self.server.fake.redacted_given.add(reply.redacted)
         try:

@@ -31,7 +31,7 @@ import socket
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Sequence, Union
 
@@ -151,6 +151,27 @@ class Raw:
 Reply = Union[Text, ToolCalls, HTTPError, Drop, Stall, StreamError, Raw]
 
 
+def honour_stop(reply: Any, stop: Any) -> Any:
+    """A scripted text cut before the first of the request's stop sequences, as a vendor does (the
+    chunks kept as scripted up to the cut); anything else as it is."""
+    stops = [stop] if isinstance(stop, str) else list(stop or ())
+    if not isinstance(reply, Text) or not stops:
+        return reply
+    chunks = [reply.chunks] if isinstance(reply.chunks, str) else list(reply.chunks)
+    text = "".join(chunks)
+    cut = min((text.find(s) for s in stops if s in text), default=-1)
+    if cut < 0:
+        return reply
+    kept, used = [], 0
+    for chunk in chunks:
+        if used + len(chunk) >= cut:
+            kept.append(chunk[:cut - used])
+            break
+        kept.append(chunk)
+        used += len(chunk)
+    return replace(reply, chunks=tuple(c for c in kept if c))
+
+
 @dataclass
 class RecordedRequest:
     method: str
@@ -255,7 +276,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send_json(404, error_body(404, "Unknown path."))
         if not isinstance(body, dict):
             return self._send_json(400, error_body(400, "The body is not a JSON object."))
-        reply = self.server.fake._next_reply()
+        reply = honour_stop(self.server.fake._next_reply(), body.get("stop"))
         try:
             if isinstance(reply, Raw):
                 self._send_raw(reply)
