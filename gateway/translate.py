@@ -74,7 +74,8 @@ def parse_chat_request(body: Any) -> ChatRequest:
 
 def forwarded_parameters(body: dict) -> dict[str, Any]:
     """The answer-shaping parameters of `body`, checked; those equal to the default are left out (a
-    `response_format` of `text`, `parallel_tool_calls: true`, `logprobs: false`), so no provider is
+    `response_format` of `text`, `parallel_tool_calls: true`, `logprobs: false`, `top_p: 1`, penalties of 0),
+    so no provider is
     refused a parameter that asks for nothing."""
     out: dict[str, Any] = {}
     if body.get("response_format") is not None:
@@ -83,9 +84,13 @@ def forwarded_parameters(body: dict) -> dict[str, Any]:
             out["response_format"] = response_format
     if body.get("stop") is not None:
         out["stop"] = _stop(body["stop"])
-    for name, low, high in (("top_p", 0, 1), ("presence_penalty", -2, 2), ("frequency_penalty", -2, 2)):
+    # Chat UIs often send every sampling field at its default (top_p 1, penalties 0): that asks for nothing.
+    for name, low, high, default in (("top_p", 0, 1, 1), ("presence_penalty", -2, 2, 0),
+                                     ("frequency_penalty", -2, 2, 0)):
         if body.get(name) is not None:
-            out[name] = _number(body[name], name, low, high)
+            value = _number(body[name], name, low, high)
+            if value != default:
+                out[name] = value
     if body.get("seed") is not None:
         if isinstance(body["seed"], bool) or not isinstance(body["seed"], int):
             raise invalid("seed must be an integer.", param="seed")

@@ -118,6 +118,19 @@ def test_the_offline_model_refuses_a_json_schema_rather_than_answering_prose(api
     assert refused.value.param == "response_format"
 
 
+def test_sampling_fields_sent_at_their_defaults_ask_for_nothing_and_are_not_refused(api):
+    # Chat UIs send every field of their settings form; at its default none of them changes the answer.
+    client = openai.OpenAI(base_url=f"{api.base_url}/api", api_key=api.session.headers["x-api-key"], max_retries=0)
+
+    answer = client.chat.completions.create(model="offline", messages=ASK, top_p=1, presence_penalty=0,
+                                            frequency_penalty=0, parallel_tool_calls=True, logprobs=False)
+
+    assert answer.choices[0].message.content
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.chat.completions.create(model="offline", messages=ASK, top_p=0.5)
+    assert refused.value.param == "top_p"
+
+
 def test_a_badly_typed_parameter_is_a_400_naming_it(clients):
     gpt, _ = clients
     with pytest.raises(openai.BadRequestError) as refused:
