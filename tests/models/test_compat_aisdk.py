@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from projects.models import ApiKey, Project
-from tests.models.conftest import apply_file, openai_model
+from tests.models.conftest import anthropic_model, apply_file, openai_model
 from tests.support import node
 from tests.support.fake_openai import Text, ToolCall, ToolCalls
 
@@ -53,3 +53,24 @@ def test_generate_object_asks_for_the_schema(models_url, fake_key, oai):
 
     assert result["object"] == {"name": "Oslo"}
     assert oai.requests[0].body["response_format"]["type"] == "json_schema"
+
+
+def test_generate_object_with_anthropic_behind_the_gateway(tmp_path, models_url, ant):
+    apply_file(tmp_path, f"projects:\n  - name: aisdk-claude\n    models: [{anthropic_model(ant.fake)}]\n")
+    key = ApiKey.generate(Project.objects.get(name="aisdk-claude"), "tests")[1]
+    ant.script(Text('{"name": "Oslo"}'))
+
+    result = run_scenario("object", models_url, key, "claude-fake")
+
+    assert result["object"] == {"name": "Oslo"}
+    assert ant.requests[0].body["output_config"]["format"]["type"] == "json_schema"
+
+
+def test_chat_completions_mode_answers_text_and_objects(models_url, fake_key, oai):
+    oai.script(Text("Hello from chat mode."), Text('{"name": "Oslo"}'))
+
+    result = run_scenario("chat_mode", models_url, fake_key, "gpt-fake")
+
+    assert (result["text"], result["object"]) == ("Hello from chat mode.", {"name": "Oslo"})
+    assert result["totalTokens"] > 0
+    assert oai.requests[1].body["response_format"]["type"] == "json_schema"

@@ -1,5 +1,5 @@
 """The OpenAI Agents SDK (`@openai/agents`) with its default model API, the Responses API, against
-`POST /api/responses`, driven under Node as its README shows (`tests/compat/openai-agents/run.mjs`,
+`POST /api/responses`, and with its chat-completions API (`setOpenAIAPI`), driven under Node as its README shows (`tests/compat/openai-agents/run.mjs`,
 pinned, installed by bin/test): an agent turn whose function tool the SDK runs between two calls."""
 from __future__ import annotations
 
@@ -17,13 +17,14 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.node]
 AGENTS_DIR = Path(__file__).resolve().parents[1] / "compat" / "openai-agents"
 
 
-def test_an_agent_turn_runs_its_tool_and_answers_with_the_result(tmp_path, models_url, oai):
+@pytest.mark.parametrize("api", ["responses", "chat_completions"])
+def test_an_agent_turn_runs_its_tool_and_answers_with_the_result(tmp_path, models_url, oai, api):
     apply_file(tmp_path, f"projects:\n  - name: agents\n    models: [{openai_model(oai.fake)}]\n")
     key = ApiKey.generate(Project.objects.get(name="agents"), "tests")[1]
     oai.script(ToolCalls([ToolCall("get_weather", '{"city": "Oslo"}', id="call_1")]), Text("Rain in Oslo."))
 
     done = node.run_node(AGENTS_DIR, "@openai/agents", ["run.mjs", "tool_turn"], models_url, key,
-                         {"AGENTS_MODEL": "gpt-fake"})
+                         {"AGENTS_MODEL": "gpt-fake", "AGENTS_API": api})
     result = node.scenario_result(done, "tool_turn")
 
     assert result["finalOutput"] == "Rain in Oslo."

@@ -49,6 +49,14 @@ const scenarios = {
                                               schema: z.object({ name: z.string() }) });
     return { object };
   },
+
+  /** Chat-completions mode (`openai.chat(model)`): text, then generateObject through response_format. */
+  async chat_mode() {
+    const whole = await generateText({ model: openai.chat(MODEL), prompt: "Hello chat mode" });
+    const { object } = await generateObject({ model: openai.chat(MODEL), prompt: "A city as JSON.",
+                                              schema: z.object({ name: z.string() }) });
+    return { text: whole.text, object, totalTokens: whole.usage.totalTokens };
+  },
 };
 
 await runScenarios(scenarios);
