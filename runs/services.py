@@ -88,10 +88,8 @@ def run_start(*, principal: Principal, body: wire.CreateRunBody, thread_id: str 
     """
     # Before the transaction: a model the project does not offer, or a message larger than its
     # context budget, is refused with nothing stored.
-    models = model_chain_for(principal.project, requested=body.model)
-    context_budget = run_budget(principal.project, body.max_tokens)
-    check_new_message(system_prompt=principal.project.system_prompt, content=body.message.wire()["content"],
-                      budget=context_budget)
+    models, context_budget = run_model_rules(principal, requested=body.model, max_tokens=body.max_tokens)
+    run_message_check(principal, body, context_budget)
     # Limits before the lock (429 RATE_LIMITED / BUDGET_EXCEEDED), in one statement of their own.
     budget = limits.call_admit(project=principal.project, user_key=_run_user(principal, body, thread_id))
     run = Run(previous_run_id=body.previous_run_id, model=body.model, request_params=run_request_params(body),
@@ -112,6 +110,21 @@ def run_start(*, principal: Principal, body: wire.CreateRunBody, thread_id: str 
     started = StartedRun(thread=thread, run=run, body=body, history=history, created_thread=thread_id is None,
                          tools=tools, budget=budget, models=models, context_budget=context_budget)
     return started
+
+
+def run_model_rules(principal: Principal, *, requested: str | None,
+                    max_tokens: int | None) -> tuple[ModelChain, int | None]:
+    """The project's model rules for a run of either entrance (/v1, AG-UI): the models it calls (400
+    MODEL_NOT_ALLOWED for one the project does not offer) and its context budget, the input tokens
+    the model may be sent (runs/context_budget.py; None: no budget). Reads no statement."""
+    return model_chain_for(principal.project, requested=requested), run_budget(principal.project, max_tokens)
+
+
+def run_message_check(principal: Principal, body: wire.CreateRunBody, context_budget: int | None) -> None:
+    """400 CONTEXT_TOO_LARGE when the system prompt and the run's new message alone exceed the
+    context budget: refused before anything is stored or any model called (both entrances)."""
+    check_new_message(system_prompt=principal.project.system_prompt, content=body.message.wire()["content"],
+                      budget=context_budget)
 
 
 def _start_new_thread(principal: Principal, body: wire.CreateRunBody, run: Run) -> tuple[Thread, list[Message] | None]:
