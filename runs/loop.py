@@ -20,6 +20,7 @@ from core.problems import is_database_unavailable
 from projects.config import project_settings
 from projects.limits import budget_check
 from providers.base import ModelError, ModelRequest, Provider, StepEnd
+from providers.usage_estimate import CallTally
 from providers.tool_names import ToolAliases
 from runs import context_budget, services
 from runs.control import SHUTDOWN_REASON, RunCancelled, RunControl
@@ -191,10 +192,13 @@ async def _model_step(step: Step, messages: list[dict], started: StartedRun, pro
     # Client tool names the providers refuse go as aliases; the events keep the client's names.
     aliases = ToolAliases([tool.name for tool in request.tools])
     meter = meter_of(started.run)
+    tally = CallTally(request.messages)
+    refused = False
     try:
         with tracing.model_span(meter, body.model, request) as span:
             async for delta in control.stream(provider.stream(aliases.request(request))):
                 delta = aliases.delta(delta)
+                tally.see(delta)
                 if isinstance(delta, StepEnd):
                     step.finish_reason = delta.finish_reason
                     tracing.model_span_result(span, finish_reason=delta.finish_reason, usage=delta.usage,
@@ -209,9 +213,18 @@ async def _model_step(step: Step, messages: list[dict], started: StartedRun, pro
                     meter.mark_first_output()  # the time to first token: once per run, one test per delta after
                 for event in step.on_delta(delta):
                     yield event
+    except ModelError:
+        # Refused before a byte came back (a 4xx/5xx, a missing key): nothing to charge.
+        refused = tally.deltas == 0
+        raise
     finally:
         # Which model answered (and the fallbacks on the way) is stored with how the run ends.
         services.run_note_model(run=started.run, models=provider)
+        # A step that ended without the vendor's usage (cancelled, cut, a vendor that reports none) is
+        # charged its estimate, so leaving a run early is never free (providers/usage_estimate.py).
+        estimate = None if refused else tally.unreported_usage()
+        if estimate is not None:
+            started.run.usage = services.usage_add(started.run.usage, estimate)
     for event in step.finish():
         yield event
 
