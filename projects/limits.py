@@ -70,6 +70,32 @@ def budget_check(budget: Budget | None, usage: dict | None) -> None:
         raise ModelError("BUDGET_EXCEEDED", "The token budget ran out during this run.", retryable=False)
 
 
+def model_calls_limit(project, server_limit: int) -> int:
+    """The most model calls one run of `project` makes: the lower of its `modelCallsPerRun` and the
+    server's (0: the server's)."""
+    own = _limits(project).model_calls_per_run
+    return min(own, server_limit) if own > 0 else server_limit
+
+
+def step_admit(*, project, user_key: str | None, usage: dict | None) -> None:
+    """Before each model call of a run after its first: the day's budgets read again (other runs and
+    processes spent meanwhile) with this run's own tokens so far, not yet recorded. Raises
+    providers.base.ModelError("BUDGET_EXCEEDED"), which ends the run with RUN_ERROR. One statement;
+    none without budgets. The run rate counts the run once, at `call_admit`."""
+    limits = _limits(project)
+    budgets = {key: limit for key, limit in ((user_key, limits.tokens_per_day_per_user),
+                                             (PROJECT, limits.tokens_per_day)) if key is not None and limit > 0}
+    if not budgets:
+        return
+    _, spent, _ = _admit_statement(project.pk, {}, budgets)
+    used = tokens_of(usage)
+    for key, limit in budgets.items():
+        if spent.get(key, 0) + used >= limit:
+            for listener in _refusal_listeners:
+                listener(project, "tokens_per_day_per_user" if key else "tokens_per_day")
+            raise ModelError("BUDGET_EXCEEDED", "The token budget ran out during this run.", retryable=False)
+
+
 def tokens_of(usage: dict | None) -> int:
     """The tokens a call used, from the provider's usage (OpenAI's names)."""
     if not usage:
