@@ -98,7 +98,8 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
                 budget_check(started.budget, run.usage)  # admitted by run_start a moment ago
             else:
                 # Each later model call is admitted too: the budgets as they stand now, across processes.
-                await db_call(step_admit, project=thread.project, user_key=thread.user_key, usage=run.usage)
+                await db_call(step_admit, project=thread.project, user_key=thread.user_key, usage=run.usage,
+                              reserved=getattr(run, "tokens_reserved", 0))
             step = control.step = Step(message_id=services.message_id_new(), toolbox=toolbox)
             async for event in _model_step(step, messages, started, provider, control):
                 yield event

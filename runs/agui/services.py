@@ -23,7 +23,8 @@ from runs import bodies
 from runs.agui import protocol as agui
 from runs.lock import lock_take
 from runs.models import Run
-from runs.services import StartedRun, run_message_check, run_model_rules, run_request_params
+from runs.services import (StartedRun, run_message_check, run_model_rules, run_request_params, run_reservation,
+                           run_reserved_note)
 from runs.start_history import history_after_lock
 from runs.turns import Turn, turn_results_check, turn_store
 from threads import selectors
@@ -48,7 +49,10 @@ def agui_run_start(*, principal: Principal, run_input: RunAgentInput) -> Started
     # AG-UI names no model: the project's first model answers, the others are its fallbacks. The
     # context budget is /v1's (runs/services.py), so the model is sent no more than it allows.
     models, context_budget = run_model_rules(principal, requested=None, max_tokens=None)
-    budget = limits.call_admit(project=principal.project, user_key=user_key)
+    # The turn is known once the thread is read: the reservation counts its input as the context budget
+    # or, without one, as the system prompt alone (docs/abuse-and-limits.md).
+    budget = limits.call_admit(project=principal.project, user_key=user_key,
+                               reserve=run_reservation(principal, [], context_budget, None))
     tools = agui.client_tools(run_input)
     with transaction.atomic():
         thread = _thread_for(principal.project, user_key, run_input.thread_id)
@@ -63,6 +67,7 @@ def agui_run_start(*, principal: Principal, run_input: RunAgentInput) -> Started
         def in_lock(locked: Thread) -> None:
             locked_turn = _plan(locked, run_input)
             run.previous_run_id = locked.last_completed_run_id
+            run_reserved_note(run, budget)
             run.save(force_insert=True)
             locked_turn.context = agui.model_context(run_input, _state(locked, run_input))
             turn_store(thread=locked, run=run, turn=locked_turn)

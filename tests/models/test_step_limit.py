@@ -48,11 +48,13 @@ def test_each_model_call_of_a_run_is_admitted_against_what_other_runs_spent_mean
 projects:
   - name: looping-budget
     models: [{openai_model(oai.fake)}]
+    maxOutputTokens: 50
     limits: {{tokensPerDayPerUser: 1000}}
 """)
     enable_tools(Project.objects.get(name="looping-budget"), "calculate")
     usage = {"prompt_tokens": 90, "completion_tokens": 10, "total_tokens": 100}
-    # Run A's first call streams slowly; run B, of the same user, spends 950 tokens meanwhile.
+    # Run A's first call streams slowly; run B, of the same user, spends 950 tokens meanwhile. Each
+    # reserves about 60 at its start (a short message, 50 tokens of output).
     oai.script(ToolCalls([ToolCall("calculate", ['{"expr', 'ession"', ': "1', '+1"', "}"], id="call_a")],
                          delay=0.4, usage=usage),
                Text("spent", usage={"prompt_tokens": 900, "completion_tokens": 50, "total_tokens": 950}))
@@ -64,7 +66,8 @@ projects:
     runs.run_new("spend")
     events = read_events(first)
 
-    # Admitted at its start with 1000 left, A's second call is refused: 950 + its own 100 reach the budget.
+    # Admitted at its start with 1000 left, A's second call is refused: its reservation, B's 950 and its
+    # own 100 beyond the reservation reach the budget.
     error = [e for e in events if e["type"] == "RUN_ERROR"]
     assert len(error) == 1 and error[0]["code"] == "BUDGET_EXCEEDED", types(events)
     assert len(oai.requests) == 2
