@@ -104,13 +104,18 @@ async def _model_call(principal: Principal, chat: ChatRequest) -> tuple[Route, A
         # The project's own models: the same fallbacks, keys and caps as its runs.
         chain = model_chain_for(principal.project, requested=route.alias)
         parameters_check([target.provider for target in chain.targets], chat.parameters)
-        deltas = _counted(chain.stream(chat.model_request(None)), principal)
+        request = chat.model_request(None)
+        deltas = chain.stream(request)
     else:
         parameters_check([route.provider], chat.parameters)
-        deltas = _counted(get_provider(route.provider).stream(chat.model_request(route.model)), principal)
+        request = chat.model_request(route.model)
+        deltas = get_provider(route.provider).stream(request)
+    # Recorded and counted against the budgets when it ends, however it ends: the vendor's usage, or the
+    # estimate of what was sent and received (a client that leaves, a vendor that reports none).
     return route, metered(deltas, project=principal.project,
                           user_key=principal.session_user_key or principal.token_user_key or "",
-                          kind="gateway", model=route.model or route.alias, provider=route.provider, chain=chain)
+                          kind="gateway", model=route.model or route.alias, provider=route.provider, chain=chain,
+                          sent=request.messages, charge=True)
 
 
 async def _fold_whole(deltas: AsyncIterator[Delta], fold: ResponseFold) -> None:
@@ -198,17 +203,6 @@ async def _admit(principal: Principal) -> None:
     except Problem as problem:
         raise GatewayError(problem.status, problem.detail, type_=RATE_LIMIT, code=problem.code.lower(),
                            retry_after=problem.extra.get("retryAfter")) from None
-
-
-async def _counted(deltas: AsyncIterator[Delta], principal: Principal) -> AsyncIterator[Delta]:
-    """The provider's deltas; the call's tokens are counted against the budgets when its end arrives."""
-    try:
-        async for delta in deltas:
-            if isinstance(delta, StepEnd) and delta.usage:
-                await db_call(limits.call_record, project=principal.project, user_key=None, usage=delta.usage)
-            yield delta
-    finally:
-        await deltas.aclose()
 
 
 def _body(request: HttpRequest) -> Any:

@@ -18,7 +18,7 @@ from rest_framework import authentication
 from core.db import db_call
 from core.problems import Problem, validation_error
 from projects import access, identities, user_tokens
-from projects.key_lookup import KEY_LOOKUP
+from projects.key_lookup import KEY_LOOKUP, KeyLookup
 from projects.models import ApiKey, Project, hash_api_key
 
 UNAUTHORIZED = Problem(401, "UNAUTHORIZED", "A valid x-api-key header is required.")
@@ -117,18 +117,6 @@ def api_key_touch(key: ApiKey) -> None:
         ApiKey.objects.filter(pk=key.pk).update(last_used_at=timezone.now())
 
 
-def principal_for_key(raw_key: str) -> Principal | None:
-    return principal_of_key(api_key_find(raw_key))
-
-
-def principal_of_key(key: ApiKey | None) -> Principal | None:
-    """The caller of a key already looked up (None: no such unrevoked key)."""
-    if key is None:
-        return None
-    api_key_touch(key)
-    return Principal(project=key.project, api_key_id=key.pk)
-
-
 def principal_for_bearer(token: str, raw_key: str | None) -> Principal:
     """The caller of an access token, checked on every request: the token's signature and expiry, the
     API key it was issued through (revoking that key ends its tokens at once), and, when an x-api-key
@@ -167,20 +155,54 @@ def _csrf_failure(request) -> bool:
     return check.process_view(request, None, (), {}) is not None
 
 
-def principal_resolve(request) -> Principal:
-    """Synchronous resolution for plain Django views. Raises 401 Problem."""
-    raw = _key_from_headers(request.META)
-    bearer = _bearer_from_headers(request.META)
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling, and the `lookup`'s extra columns of the key's project (None when the caller
+    was not found by that lookup: a bearer token, a session)."""
+
+    principal: Principal
+    key_extra: tuple | None = None
+    key: ApiKey | None = None  # the key it was found by, when it was (a bearer's issuer is not this)
+
+
+def caller_resolve(request, *, lookup: KeyLookup = KEY_LOOKUP, key_only: bool = False,
+                   touch: bool = True) -> Caller:
+    """The one resolution of who is calling, for every route: a project key (`x-api-key`, or a `tk_`
+    bearer for the gateway's OpenAI clients), a bearer access token, or the page's session, in that
+    order; then the project's rules that hold before any body is read: a revoked key or token is
+    refused (401), and a browser origin the project does not list (403 ORIGIN_NOT_ALLOWED,
+    projects/access.py). `tokenRequired` is applied where a userKey is read
+    (`Principal.user_key_checked`).
+
+    Options, never copies of this path: `lookup` reads more columns of the key's project in the key's
+    own statement (the run start reads the project's tools so, runs/start.py); `key_only` accepts an
+    `x-api-key` alone and `touch=False` leaves the key's last use unnoted (the token exchange notes it
+only on success, projects/oauth.py). Synchronous (database work); async views
+    call `principal_aresolve`. Raises 401/403 Problem."""
+    meta = request.META
+    if key_only:
+        raw = (meta.get("HTTP_X_API_KEY") or "").strip() or None
+        bearer = None
+    else:
+        raw = _key_from_headers(meta)
+        bearer = _bearer_from_headers(meta)
     if bearer:
-        principal = principal_for_bearer(bearer, raw)
-        access.origin_check(principal.project, request.META)
-        return principal
-    if raw:
-        principal = principal_for_key(raw)
-        if principal is None:
+        caller = Caller(principal_for_bearer(bearer, raw))
+    elif raw:
+        found = lookup.find(raw)
+        if found is None:
             raise UNAUTHORIZED
-        access.origin_check(principal.project, request.META)
-        return principal
+        key = found[0]
+        if touch:
+            api_key_touch(key)
+        caller = Caller(Principal(project=key.project, api_key_id=key.pk), key_extra=found[1], key=key)
+    else:
+        return Caller(_session_principal(request))
+    access.origin_check(caller.principal.project, meta)
+    return caller
+
+
+def _session_principal(request) -> Principal:
     user = getattr(request, "user", None)
     if user is not None and user.is_authenticated:
         # A session is a browser: unsafe methods need the CSRF token, like any Django form.
@@ -188,6 +210,11 @@ def principal_resolve(request) -> Principal:
             raise Problem(403, "CSRF_FAILED", "CSRF token missing or incorrect.")
         return principal_for_user(user)
     raise UNAUTHORIZED
+
+
+def principal_resolve(request) -> Principal:
+    """`caller_resolve`'s principal, for views that need nothing else. Raises 401/403 Problem."""
+    return caller_resolve(request).principal
 
 
 def staff_resolve(request):

@@ -67,6 +67,8 @@ class Limits(SettingsModel):
     runs_per_minute: int = Field(default=0, ge=0)
     tokens_per_day_per_user: int = Field(default=0, ge=0)
     tokens_per_day: int = Field(default=0, ge=0)
+    # Model calls one run may make (its steps); the lower of it and MAX_MODEL_CALLS_PER_RUN applies.
+    model_calls_per_run: int = Field(default=0, ge=0)
 
 
 class Retention(SettingsModel):

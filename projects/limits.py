@@ -8,9 +8,11 @@ PostgreSQL alone is enough (and SQLite on one machine). For each call that may r
   data-modifying CTE). A window's count is raised only while it is under the limit, in the same
   statement that checks it (`ON CONFLICT … DO UPDATE … WHERE count < limit`), so of any number of
   concurrent requests exactly the limit get in. Over a rate: 429 `RATE_LIMITED`; over a budget: 429
-  `BUDGET_EXCEEDED`; both with a positive `Retry-After` (the end of the window).
-- `call_record` after it (for a run: with its end, never per step): adds the tokens it used to the
-  day's counts of the user and the project, in one statement.
+  `BUDGET_EXCEEDED`; both with a positive `Retry-After` (the end of the window). A run also reserves
+  its worst case in tokens in the same statement, the same way (up to three statements on SQLite).
+- `step_admit` before each later model call of a run: the day's budgets read again.
+- `call_record` after it (for a run: with its end, never per step): adds the tokens it used, less
+  what it reserved, to the day's counts of the user and the project, in one statement.
 
 Windows are cut by the database's clock on PostgreSQL, so processes whose clocks disagree still count
 in the same window. A project without limits pays nothing: no statement at all.
@@ -58,6 +60,8 @@ class Budget:
     """What a run admitted at `call_admit` may still spend: the fewest tokens left in any budget."""
 
     remaining: int
+    # Tokens added to the day's counts at admission (the call's worst case); the end reconciles them.
+    reserved: int = 0
 
     def exhausted(self, used: int) -> bool:
         return used >= self.remaining
@@ -68,6 +72,33 @@ def budget_check(budget: Budget | None, usage: dict | None) -> None:
     providers.base.ModelError("BUDGET_EXCEEDED"), which ends the run with RUN_ERROR."""
     if budget is not None and budget.exhausted(tokens_of(usage)):
         raise ModelError("BUDGET_EXCEEDED", "The token budget ran out during this run.", retryable=False)
+
+
+def model_calls_limit(project, server_limit: int) -> int:
+    """The most model calls one run of `project` makes: the lower of its `modelCallsPerRun` and the
+    server's (0: the server's)."""
+    own = _limits(project).model_calls_per_run
+    return min(own, server_limit) if own > 0 else server_limit
+
+
+def step_admit(*, project, user_key: str | None, usage: dict | None, reserved: int = 0) -> None:
+    """Before each model call of a run after its first: the day's budgets read again (other runs and
+    processes spent meanwhile) with this run's own tokens so far, not yet recorded beyond what its
+    admission `reserved` (already in the counts). Raises
+    providers.base.ModelError("BUDGET_EXCEEDED"), which ends the run with RUN_ERROR. One statement;
+    none without budgets. The run rate counts the run once, at `call_admit`."""
+    limits = _limits(project)
+    budgets = {key: limit for key, limit in ((user_key, limits.tokens_per_day_per_user),
+                                             (PROJECT, limits.tokens_per_day)) if key is not None and limit > 0}
+    if not budgets:
+        return
+    _, spent, _, _ = _admit_statement(project.pk, {}, budgets, 0)
+    used = max(0, tokens_of(usage) - reserved)
+    for key, limit in budgets.items():
+        if spent.get(key, 0) + used >= limit:
+            for listener in _refusal_listeners:
+                listener(project, "tokens_per_day_per_user" if key else "tokens_per_day")
+            raise ModelError("BUDGET_EXCEEDED", "The token budget ran out during this run.", retryable=False)
 
 
 def tokens_of(usage: dict | None) -> int:
@@ -90,11 +121,17 @@ def _retry_after(now: float, window: int) -> int:
     return max(1, math.ceil((math.floor(now / window) + 1) * window - now))
 
 
-def call_admit(*, project, user_key: str | None) -> Budget | None:
+def call_admit(*, project, user_key: str | None, reserve: int = 0) -> Budget | None:
     """Admits one call that may reach a model (a run, a name, suggestions, a gateway completion,
     a transcription), or raises 429 Problem. `user_key` is the stored key of the end user (None for a
     call with no user: only the project's limits apply). Answers the token budget left, or None when
-    the project has no budget. Holds no lock and no transaction of its own."""
+    the project has no budget. Holds no lock and no transaction of its own.
+
+    `reserve`, the call's worst case in tokens (a run's input estimate plus its output cap), is added
+    to the day's counts in the admitting statement, and only while each count is under its budget: of
+    N concurrent calls, those admitted past the budget overshoot it by at most one reservation each
+    key's row saw last, not N. The call's end passes `reserved=` to `call_record`, which adds what was
+    used minus what was reserved."""
     limits = _limits(project)
     rates = {key: limit for key, limit in ((user_key, limits.runs_per_minute_per_user),
                                            (PROJECT, limits.runs_per_minute)) if key is not None and limit > 0}
@@ -102,39 +139,50 @@ def call_admit(*, project, user_key: str | None) -> Budget | None:
                                              (PROJECT, limits.tokens_per_day)) if key is not None and limit > 0}
     if not rates and not budgets:
         return None
-    counted, spent, now = _admit_statement(project.pk, rates, budgets)
-    for key, limit in budgets.items():
-        if spent.get(key, 0) >= limit:
-            who = "this user's" if key else "the project's"
-            raise _refused(project, "tokens_per_day_per_user" if key else "tokens_per_day", Problem(
-                429, "BUDGET_EXCEEDED", f"Over {who} token budget for today ({limit} tokens).",
-                retryAfter=_retry_after(now, DAY)))
-    for key, limit in rates.items():
-        if key not in counted:
-            who = "this user" if key else "the project"
-            raise _refused(project, "runs_per_minute_per_user" if key else "runs_per_minute", Problem(
-                429, "RATE_LIMITED", f"Over the run rate for {who} ({limit} a minute).",
-                retryAfter=_retry_after(now, MINUTE)))
+    reserve = max(0, reserve) if budgets else 0
+    counted, spent, now, reserved = _admit_statement(project.pk, rates, budgets, reserve)
+    # With a reservation, a budget refuses when its row was at the limit as the statement took it;
+    # without one, when the day's count read is.
+    over = [key for key, limit in budgets.items() if (key not in reserved if reserve else spent.get(key, 0) >= limit)]
+    rate_refused = [key for key in rates if key not in counted]
+    if reserved and (over or rate_refused):
+        _tokens_add(project.pk, sorted(reserved), -reserve)  # a refused call keeps nothing reserved
+    for key in over:
+        who = "this user's" if key else "the project's"
+        raise _refused(project, "tokens_per_day_per_user" if key else "tokens_per_day", Problem(
+            429, "BUDGET_EXCEEDED", f"Over {who} token budget for today ({budgets[key]} tokens).",
+            retryAfter=_retry_after(now, DAY)))
+    for key in rate_refused:
+        who = "this user" if key else "the project"
+        raise _refused(project, "runs_per_minute_per_user" if key else "runs_per_minute", Problem(
+            429, "RATE_LIMITED", f"Over the run rate for {who} ({rates[key]} a minute).",
+            retryAfter=_retry_after(now, MINUTE)))
     if not budgets:
         return None
-    return Budget(remaining=min(limit - spent.get(key, 0) for key, limit in budgets.items()))
+    return Budget(remaining=min(limit - spent.get(key, 0) for key, limit in budgets.items()), reserved=reserve)
 
 
-def call_record(*, project, user_key: str | None, usage: dict | None) -> None:
-    """Adds a finished call's tokens to the day's counts (one statement; none without budgets)."""
+def call_record(*, project, user_key: str | None, usage: dict | None, reserved: int = 0) -> None:
+    """Adds a finished call's tokens to the day's counts, less what its admission reserved (one
+    statement; none without budgets, or when the two are equal)."""
     limits = _limits(project)
-    tokens = tokens_of(usage)
+    tokens = tokens_of(usage) - reserved
     keys = [key for key, limit in ((user_key, limits.tokens_per_day_per_user), (PROJECT, limits.tokens_per_day))
             if key is not None and limit > 0]
     if not tokens or not keys:
         return
+    _tokens_add(project.pk, keys, tokens)
+
+
+def _tokens_add(project_id: str, keys: list[str], tokens: int) -> None:
+    """Adds `tokens` (negative: gives them back) to today's token counts of `keys`, in one statement."""
     if connection.vendor == "postgresql":
         day, day_params = "(date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')", []
     else:
         day, day_params = "%s", [_window_value(time.time(), DAY)]
     params: list = []
     for key in keys:
-        params += [project.pk, key, TOKENS, *day_params, tokens]
+        params += [project_id, key, TOKENS, *day_params, tokens]
     rows = ", ".join([f"(%s, %s, %s, {day}, %s)"] * len(keys))
     with connection.cursor() as cursor:
         cursor.execute(f"INSERT INTO {TABLE} AS c (project_id, user_key, kind, window_start, count) VALUES {rows} "
@@ -155,63 +203,87 @@ def _rate_rows(project_id: str, rates: dict[str, int], window: str) -> tuple[str
     return rows, params
 
 
-def _admit_statement(project_id: str, rates: dict[str, int], budgets: dict[str, int]):
-    """(keys whose run count was raised, tokens spent today by key, the clock in epoch seconds)."""
-    user_limit = next((limit for key, limit in rates.items() if key != PROJECT), 0)
-    project_limit = rates.get(PROJECT, 0)
-    upsert = ("INSERT INTO {table} AS c (project_id, user_key, kind, window_start, count) VALUES {rows} "
-              "ON CONFLICT (project_id, user_key, kind, window_start) DO UPDATE SET count = c.count + 1 "
-              "WHERE c.count < CASE WHEN c.user_key = '' THEN %s ELSE %s END RETURNING user_key")
+def _upsert(rows: str) -> str:
+    """Raises each row's count by its value (`EXCLUDED.count`) only while it is under its key's limit
+    (two parameters: the project's limit, the user's); answers the keys raised (or inserted)."""
+    return (f"INSERT INTO {TABLE} AS c (project_id, user_key, kind, window_start, count) VALUES {rows} "
+            "ON CONFLICT (project_id, user_key, kind, window_start) DO UPDATE SET count = c.count + EXCLUDED.count "
+            "WHERE c.count < CASE WHEN c.user_key = '' THEN %s ELSE %s END RETURNING user_key")
+
+
+def _limits_params(limits_by_key: dict[str, int]) -> list[int]:
+    return [limits_by_key.get(PROJECT, 0), next((limit for key, limit in limits_by_key.items() if key != PROJECT), 0)]
+
+
+def _admit_statement(project_id: str, rates: dict[str, int], budgets: dict[str, int], reserve: int):
+    """(keys whose run count was raised, tokens spent today by key before this statement, the clock in
+    epoch seconds, keys whose day count took the `reserve`)."""
     token_keys = list(budgets)
     tokens_where = (f"project_id = %s AND kind = '{TOKENS}' AND window_start = {{day}} AND user_key IN "
                     f"({', '.join(['%s'] * len(token_keys))})")
     if connection.vendor == "postgresql":
-        return _admit_postgresql(project_id, rates, token_keys, upsert, tokens_where, project_limit, user_limit)
-    return _admit_sqlite(project_id, rates, token_keys, upsert, tokens_where, project_limit, user_limit)
+        return _admit_postgresql(project_id, rates, budgets, tokens_where, reserve)
+    return _admit_sqlite(project_id, rates, budgets, tokens_where, reserve)
 
 
-def _admit_postgresql(project_id, rates, token_keys, upsert, tokens_where, project_limit, user_limit):
-    # The database's clock cuts the windows, so every process counts in the same one.
+def _admit_postgresql(project_id, rates, budgets, tokens_where, reserve):
+    # The database's clock cuts the windows, so every process counts in the same one. The SELECT of
+    # the day's counts sees them as they were before this statement's own changes.
     minute = "date_trunc('minute', now())"
     day = "(date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')"
-    parts, params = [], []
-    ctes = ""
+    parts, params, ctes = [], [], []
     if rates:
         rows, rate_params = _rate_rows(project_id, rates, minute)
-        ctes = "WITH up AS (" + upsert.format(table=TABLE, rows=rows) + ") "
-        params += rate_params + [project_limit, user_limit]
+        ctes.append("up AS (" + _upsert(rows) + ")")
+        params += rate_params + _limits_params(rates)
         parts.append(f"SELECT '{RUNS}', user_key, 0 FROM up")
-    if token_keys:
+    if budgets and reserve:
+        ctes.append("res AS (" + _upsert(", ".join([f"(%s, %s, '{TOKENS}', {day}, %s)"] * len(budgets))) + ")")
+        for key in budgets:
+            params += [project_id, key, reserve]
+        params += _limits_params(budgets)
+        parts.append("SELECT 'reserved', user_key, 0 FROM res")
+    if budgets:
         parts.append(f"SELECT '{TOKENS}', user_key, count FROM {TABLE} WHERE " + tokens_where.format(day=day))
-        params += [project_id, *token_keys]
+        params += [project_id, *budgets]
     parts.append("SELECT 'now', '', CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS bigint)")
+    with_clause = ("WITH " + ", ".join(ctes) + " ") if ctes else ""
     with connection.cursor() as cursor:
-        cursor.execute(ctes + " UNION ALL ".join(parts), params)
+        cursor.execute(with_clause + " UNION ALL ".join(parts), params)
         answer = cursor.fetchall()
     counted = {key for kind, key, _ in answer if kind == RUNS}
+    reserved = {key for kind, key, _ in answer if kind == "reserved"}
     spent = {key: count for kind, key, count in answer if kind == TOKENS}
     now = next(count for kind, _, count in answer if kind == "now") / 1000
-    return counted, spent, now
+    return counted, spent, now, reserved
 
 
-def _admit_sqlite(project_id, rates, token_keys, upsert, tokens_where, project_limit, user_limit):
-    # SQLite runs on one machine: its processes share the clock this reads.
+def _admit_sqlite(project_id, rates, budgets, tokens_where, reserve):
+    # SQLite runs on one machine: its processes share the clock this reads, and its writes are serial.
     now = time.time()
     counted: set[str] = set()
+    reserved: set[str] = set()
     spent: dict[str, int] = {}
     with connection.cursor() as cursor:
-        if token_keys:
+        if budgets:
             cursor.execute(f"SELECT user_key, count FROM {TABLE} WHERE " + tokens_where.format(day="%s"),
-                           [project_id, _window_value(now, DAY), *token_keys])
+                           [project_id, _window_value(now, DAY), *budgets])
             spent = dict(cursor.fetchall())
         if rates:
             rows = ", ".join(["(%s, %s, %s, %s, 1)"] * len(rates))
             params: list = []
             for key in rates:
                 params += [project_id, key, RUNS, _window_value(now, MINUTE)]
-            cursor.execute(upsert.format(table=TABLE, rows=rows), params + [project_limit, user_limit])
+            cursor.execute(_upsert(rows), params + _limits_params(rates))
             counted = {row[0] for row in cursor.fetchall()}
-    return counted, spent, now
+        if budgets and reserve:
+            rows = ", ".join(["(%s, %s, %s, %s, %s)"] * len(budgets))
+            params = []
+            for key in budgets:
+                params += [project_id, key, TOKENS, _window_value(now, DAY), reserve]
+            cursor.execute(_upsert(rows), params + _limits_params(budgets))
+            reserved = {row[0] for row in cursor.fetchall()}
+    return counted, spent, now, reserved
 
 
 def counters_prune(*, older_than_days: int) -> int:

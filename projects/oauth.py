@@ -17,8 +17,7 @@ from django.views.decorators.http import require_POST
 
 from core.problems import Problem, response_for
 from projects import user_tokens
-from projects.access import origin_check
-from projects.auth import api_key_find, api_key_touch
+from projects.auth import api_key_touch, caller_resolve
 from projects.user_tokens import IssuedToken, TokenRefused
 
 FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
@@ -68,15 +67,18 @@ def _subject_token(form: dict[str, str]) -> str:
     return token
 
 
-def token_exchange(*, raw_key: str | None, request: HttpRequest) -> IssuedToken:
+def token_exchange(*, request: HttpRequest) -> IssuedToken:
     """Verifies the caller's key and subject token and issues an access token.
 
     Raises ClientRefused or TokenRefused; writes nothing before everything has been checked.
     """
-    key = api_key_find(raw_key.strip()) if raw_key and raw_key.strip() else None
-    if key is None:
-        raise ClientRefused()
-    origin_check(key.project, request.META)
+    try:
+        # The one resolution of the caller (projects/auth.py): the key alone, its origin checked.
+        key = caller_resolve(request, key_only=True, touch=False).key
+    except Problem as problem:
+        if problem.status == 401:
+            raise ClientRefused() from None
+        raise
     token = _subject_token(_form(request))
     subject = user_tokens.subject_token_verify(project=key.project, token=token)
     issued = user_tokens.access_token_issue(project=key.project, user_key=subject.user_key,
@@ -110,7 +112,7 @@ def oauth_answer(body: dict, status: int) -> JsonResponse:
 @require_POST
 def token_view(request: HttpRequest) -> JsonResponse:
     try:
-        issued = token_exchange(raw_key=request.headers.get("x-api-key"), request=request)
+        issued = token_exchange(request=request)
     except ClientRefused:
         return oauth_answer({"error": "invalid_client",
                         "error_description": "A valid project API key is required in x-api-key."}, 401)

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from core.problems import Problem, validation_error
-from projects import limits
+from projects import access, limits
 from projects.auth import Principal
 from projects.config import project_settings
 from projects.secrets import SecretUnreadable, secret_resolve
@@ -37,7 +37,7 @@ def transcription_check_access(principal: Principal, user_key: str | None) -> st
     project needs the bearer token; a userKey, when sent, must be valid. Raises Problem."""
     if project_settings(principal.project).token_required and principal.token_user_key is None \
             and principal.session_user_key is None:
-        raise Problem(401, "UNAUTHORIZED", "This project requires a user token (Authorization: Bearer …).")
+        raise access.USER_TOKEN_REQUIRED
     if user_key is None and principal.token_user_key is None and principal.session_user_key is None:
         user = None
     else:

@@ -11,13 +11,12 @@ starts at a user message (with the context messages right before it). Nothing st
 """
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from providers.base import ModelError
+# One estimate of a message's tokens, shared with the usage of a call whose vendor reported none.
+from providers.usage_estimate import message_tokens
 
-CHARS_PER_TOKEN = 4.0
-MESSAGE_OVERHEAD = 4  # tokens of role and framing per message
 # The bounded history read loads this many characters per budget token (content as stored is
 # wordier than what reaches the model), so trimming, not the read, decides what is left out.
 READ_CHARS_PER_TOKEN = 8
@@ -32,17 +31,6 @@ class ContextTooLarge(ModelError):
                          retryable=False)
         self.needed = needed
         self.budget = budget
-
-
-def message_tokens(message: dict[str, Any], factor: float = 1.0) -> int:
-    size = 0
-    for key in ("content", "tool_calls"):
-        value = message.get(key)
-        if isinstance(value, str):
-            size += len(value)
-        elif value:
-            size += len(json.dumps(value, ensure_ascii=False))
-    return int(size / CHARS_PER_TOKEN * factor) + MESSAGE_OVERHEAD
 
 
 def estimate(messages: list[dict[str, Any]], label: str | None = None) -> int:

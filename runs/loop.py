@@ -13,14 +13,16 @@ from typing import AsyncIterator
 
 from ag_ui.core import (BaseEvent, CustomEvent, RunErrorEvent, RunFinishedEvent, RunFinishedSuccessOutcome,
                         RunStartedEvent, ToolCallResultEvent)
+from django.conf import settings
 
 from clientsdk import wire
 from core.db import db_call
 from core.problems import is_database_unavailable
 from projects.config import project_settings
-from projects.limits import budget_check
+from projects.limits import budget_check, model_calls_limit, step_admit
 from providers.base import ModelError, ModelRequest, Provider, StepEnd
 from providers.tool_names import ToolAliases
+from providers.usage_estimate import CallTally
 from runs import context_budget, services
 from runs.control import SHUTDOWN_REASON, RunCancelled, RunControl
 from runs.history import build_model_messages, component_result_text, result_text
@@ -35,7 +37,7 @@ from telemetry.runs import meter_of
 
 log = logging.getLogger(__name__)
 
-MAX_STEPS = 50
+STEP_LIMIT_CODE = "STEP_LIMIT_EXCEEDED"
 UNAVAILABLE_CODE = "SERVICE_UNAVAILABLE"  # the database went away during the run (retryable)
 SHUTDOWN_CODE, SHUTDOWN_MESSAGE = "SERVER_SHUTTING_DOWN", "The server is shutting down; run it again."
 
@@ -88,10 +90,16 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
         toolbox = await _toolbox(started)
         messages = build_model_messages(thread.project.system_prompt, started.history,
                                         allow_override=project_settings(thread.project).allow_system_prompt_override)
-        for _ in range(MAX_STEPS):
+        step_limit = model_calls_limit(thread.project, settings.MAX_MODEL_CALLS_PER_RUN)
+        for index in range(step_limit):
             persisted = None  # a cancel from here on leaves the previous, finished step alone
             control.check()
-            budget_check(started.budget, run.usage)
+            if index == 0:
+                budget_check(started.budget, run.usage)  # admitted by run_start a moment ago
+            else:
+                # Each later model call is admitted too: the budgets as they stand now, across processes.
+                await db_call(step_admit, project=thread.project, user_key=thread.user_key, usage=run.usage,
+                              reserved=getattr(run, "tokens_reserved", 0))
             step = control.step = Step(message_id=services.message_id_new(), toolbox=toolbox)
             async for event in _model_step(step, messages, started, provider, control):
                 yield event
@@ -117,7 +125,8 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
                 async for event in _pause(started, control, pending):
                     yield event
                 return
-        raise ModelError("LLM_CLIENT_ERROR", "The model kept calling tools without answering.", retryable=False)
+        raise ModelError(STEP_LIMIT_CODE, f"The run reached its limit of {step_limit} model calls without an "
+                                          "answer (the project's limits.modelCallsPerRun).", retryable=False)
     except RunCancelled as exc:
         # A process shutting down fails its runs retryably: the client may run them again at once.
         ending = (_end_failed(started, control, step, SHUTDOWN_CODE, SHUTDOWN_MESSAGE, "server_error", True)
@@ -191,10 +200,13 @@ async def _model_step(step: Step, messages: list[dict], started: StartedRun, pro
     # Client tool names the providers refuse go as aliases; the events keep the client's names.
     aliases = ToolAliases([tool.name for tool in request.tools])
     meter = meter_of(started.run)
+    tally = CallTally(request.messages)
+    refused = False
     try:
         with tracing.model_span(meter, body.model, request) as span:
             async for delta in control.stream(provider.stream(aliases.request(request))):
                 delta = aliases.delta(delta)
+                tally.see(delta)
                 if isinstance(delta, StepEnd):
                     step.finish_reason = delta.finish_reason
                     tracing.model_span_result(span, finish_reason=delta.finish_reason, usage=delta.usage,
@@ -209,9 +221,18 @@ async def _model_step(step: Step, messages: list[dict], started: StartedRun, pro
                     meter.mark_first_output()  # the time to first token: once per run, one test per delta after
                 for event in step.on_delta(delta):
                     yield event
+    except ModelError:
+        # Refused before a byte came back (a 4xx/5xx, a missing key): nothing to charge.
+        refused = tally.deltas == 0
+        raise
     finally:
         # Which model answered (and the fallbacks on the way) is stored with how the run ends.
         services.run_note_model(run=started.run, models=provider)
+        # A step that ended without the vendor's usage (cancelled, cut, a vendor that reports none) is
+        # charged its estimate, so leaving a run early is never free (providers/usage_estimate.py).
+        estimate = None if refused else tally.unreported_usage()
+        if estimate is not None:
+            started.run.usage = services.usage_add(started.run.usage, estimate)
     for event in step.finish():
         yield event
 

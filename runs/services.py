@@ -17,6 +17,8 @@ from projects import limits
 from projects.auth import Principal
 from projects.models_config import model_chain_for
 from providers.chain import ModelChain
+from projects.config import project_settings
+from providers.usage_estimate import message_tokens
 from runs.context_budget import check_new_message, run_budget
 from runs.lock import lock_release, lock_request_cancel, lock_take, lock_take_created
 from runs.models import Run
@@ -88,14 +90,15 @@ def run_start(*, principal: Principal, body: wire.CreateRunBody, thread_id: str 
     """
     # Before the transaction: a model the project does not offer, or a message larger than its
     # context budget, is refused with nothing stored.
-    models = model_chain_for(principal.project, requested=body.model)
-    context_budget = run_budget(principal.project, body.max_tokens)
-    check_new_message(system_prompt=principal.project.system_prompt, content=body.message.wire()["content"],
-                      budget=context_budget)
+    models, context_budget = run_model_rules(principal, requested=body.model, max_tokens=body.max_tokens)
+    run_message_check(principal, body, context_budget)
     # Limits before the lock (429 RATE_LIMITED / BUDGET_EXCEEDED), in one statement of their own.
-    budget = limits.call_admit(project=principal.project, user_key=_run_user(principal, body, thread_id))
+    budget = limits.call_admit(project=principal.project, user_key=_run_user(principal, body, thread_id),
+                               reserve=run_reservation(principal, body.message.wire()["content"], context_budget,
+                                                       body.max_tokens))
     run = Run(previous_run_id=body.previous_run_id, model=body.model, request_params=run_request_params(body),
               status=Run.Status.STREAMING, started_at=timezone.now())
+    run_reserved_note(run, budget)
     with transaction.atomic():
         if thread_id is None:
             thread, history = _start_new_thread(principal, body, run)
@@ -112,6 +115,41 @@ def run_start(*, principal: Principal, body: wire.CreateRunBody, thread_id: str 
     started = StartedRun(thread=thread, run=run, body=body, history=history, created_thread=thread_id is None,
                          tools=tools, budget=budget, models=models, context_budget=context_budget)
     return started
+
+
+def run_model_rules(principal: Principal, *, requested: str | None,
+                    max_tokens: int | None) -> tuple[ModelChain, int | None]:
+    """The project's model rules for a run of either entrance (/v1, AG-UI): the models it calls (400
+    MODEL_NOT_ALLOWED for one the project does not offer) and its context budget, the input tokens
+    the model may be sent (runs/context_budget.py; None: no budget). Reads no statement."""
+    return model_chain_for(principal.project, requested=requested), run_budget(principal.project, max_tokens)
+
+
+def run_reservation(principal: Principal, content: list, context_budget: int | None, max_tokens: int | None) -> int:
+    """A run's worst case, reserved against the token budgets at admission (projects/limits.py
+    `call_admit`): its input (the context budget, else the system prompt and the new message, estimated)
+    plus its output cap (the run's `maxTokens` or the project's `maxOutputTokens`, else
+    BUDGET_RESERVED_OUTPUT_TOKENS)."""
+    config = project_settings(principal.project)
+    if not (config.limits.tokens_per_day or config.limits.tokens_per_day_per_user):
+        return 0
+    output = max_tokens or config.max_output_tokens or settings.BUDGET_RESERVED_OUTPUT_TOKENS
+    if context_budget is not None:
+        return context_budget + output
+    return (message_tokens({"content": principal.project.system_prompt}) + message_tokens({"content": content})
+            + output)
+
+
+def run_reserved_note(run: Run, budget: limits.Budget | None) -> None:
+    """Keeps the admission's reservation on the run (in memory, as its usage), for its end to reconcile."""
+    run.tokens_reserved = budget.reserved if budget is not None else 0
+
+
+def run_message_check(principal: Principal, body: wire.CreateRunBody, context_budget: int | None) -> None:
+    """400 CONTEXT_TOO_LARGE when the system prompt and the run's new message alone exceed the
+    context budget: refused before anything is stored or any model called (both entrances)."""
+    check_new_message(system_prompt=principal.project.system_prompt, content=body.message.wire()["content"],
+                      budget=context_budget)
 
 
 def _start_new_thread(principal: Principal, body: wire.CreateRunBody, run: Run) -> tuple[Thread, list[Message] | None]:
@@ -270,7 +308,8 @@ def _release(*, thread: Thread, run: Run, run_status: str, last_step: dict[str, 
 
 def _usage_record(thread: Thread, run: Run) -> None:
     # With the run's end, never per step: the tokens spent whatever way the run ended (a lost lock too).
-    limits.call_record(project=thread.project, user_key=thread.user_key, usage=run.usage)
+    limits.call_record(project=thread.project, user_key=thread.user_key, usage=run.usage,
+                       reserved=getattr(run, "tokens_reserved", 0))
 
 
 def _run_fields(run: Run) -> dict[str, Any]:

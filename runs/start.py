@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from clientsdk import wire
 from core.input_guard import request_json
 from core.validation import parse_body
-from projects.auth import UNAUTHORIZED, Principal, principal_of_key, principal_resolve
+from projects.auth import Principal, caller_resolve
 from projects.key_lookup import KeyLookup
 from runs import bodies, services
 from runs.attachments import body_has_resources, check_part_counts
@@ -23,17 +23,10 @@ _KEY_AND_TOOLS = KeyLookup(extra=tool_columns)
 
 
 def _caller(request) -> tuple[Principal, ProjectTools | None]:
-    """The principal of the request, and its project's tools when the key lookup read them."""
-    meta = request.META
-    raw = meta.get("HTTP_X_API_KEY", "").strip()
-    if not raw or meta.get("HTTP_AUTHORIZATION"):
-        # Bearer tokens and sessions (and a key in Authorization) take the general path.
-        return principal_resolve(request), None
-    found = _KEY_AND_TOOLS.find(raw)
-    principal = principal_of_key(found[0] if found is not None else None)
-    if principal is None:
-        raise UNAUTHORIZED
-    return principal, tools_of_values(found[1])
+    """The principal of the request (projects/auth.py, the one resolution), and its project's tools
+    when the key lookup read them."""
+    caller = caller_resolve(request, lookup=_KEY_AND_TOOLS)
+    return caller.principal, tools_of_values(caller.key_extra) if caller.key_extra is not None else None
 
 
 @dataclass(frozen=True)

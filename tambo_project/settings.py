@@ -235,6 +235,11 @@ RUN_EVENTS_BUFFER_BYTES = env.int("RUN_EVENTS_BUFFER_BYTES", default=1_000_000)
 # the oldest are given up, counted and logged (runs/stream/feeds.py), so an outage cannot exhaust memory.
 RUN_EVENTS_UNLOGGED_BYTES = env.int("RUN_EVENTS_UNLOGGED_BYTES", default=4_000_000)
 MAX_TOOL_CALLS_PER_TURN = env.int("MAX_TOOL_CALLS_PER_TURN", default=100)
+# The most model calls (steps) one run makes; a project's `limits.modelCallsPerRun` may lower it.
+MAX_MODEL_CALLS_PER_RUN = env.int("MAX_MODEL_CALLS_PER_RUN", default=50)
+# A run's output reserved against the token budgets at its admission when neither it nor its project
+# caps its output (docs/abuse-and-limits.md).
+BUDGET_RESERVED_OUTPUT_TOKENS = env.int("BUDGET_RESERVED_OUTPUT_TOKENS", default=1000)
 MAX_IDENTICAL_TOOL_CALLS = env.int("MAX_IDENTICAL_TOOL_CALLS", default=3)
 # POST /v1/agui: the most messages one RunAgentInput may carry (the whole history is sent each time).
 AGUI_MAX_MESSAGES = env.int("AGUI_MAX_MESSAGES", default=500)

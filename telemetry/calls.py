@@ -7,14 +7,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import AsyncIterator
 
 from core.db import db_call
 from django.conf import settings
 
 from providers.base import Completion, Delta, ModelError, ModelRequest, Provider, StepEnd
+from projects import limits
 from providers.chain import ModelChain
+from providers.usage_estimate import CallTally
 from telemetry import metrics
 from telemetry.models import Usage
 from telemetry.usage import tokens_of, usage_record_call
@@ -23,18 +25,26 @@ log = logging.getLogger(__name__)
 
 
 async def metered(deltas: AsyncIterator[Delta], *, project, user_key: str, kind: str, model: str,
-                  provider: str, chain=None) -> AsyncIterator[Delta]:
+                  provider: str, chain=None, sent: list[dict] | None = None, charge: bool = False) -> AsyncIterator[Delta]:
     """`deltas` unchanged; once they end (or fail, or are closed early) the call's usage is recorded.
     With the ModelChain `chain` that streams them, the model that answered is recorded and the
-    fallbacks it took are counted. A failure to record is logged, never raised into the caller's answer."""
-    started, usage, outcome, code = time.monotonic(), None, Usage.Outcome.CANCELLED, None
+    fallbacks it took are counted. With the messages `sent`, a call whose vendor reported no usage (a
+    stream the client left, one the vendor cut, a vendor that ignores `include_usage`) is recorded
+    with its estimate (providers/usage_estimate.py); one refused before any delta is charged nothing.
+    `charge` also adds the tokens to the project's day budgets (projects/limits.py; the gateway names
+    no end user). A failure to record is logged, never raised into the caller's answer."""
+    started, outcome, code = time.monotonic(), Usage.Outcome.CANCELLED, None
+    tally = CallTally(sent or [])
+    refused = False
     try:
         async for delta in deltas:
+            tally.see(delta)
             if isinstance(delta, StepEnd):
-                usage, outcome = delta.usage, Usage.Outcome.COMPLETED
+                outcome = Usage.Outcome.COMPLETED
             yield delta
     except ModelError as exc:
         outcome, code = Usage.Outcome.FAILED, exc.code
+        refused = tally.deltas == 0
         raise
     finally:
         await deltas.aclose()
@@ -42,8 +52,19 @@ async def metered(deltas: AsyncIterator[Delta], *, project, user_key: str, kind:
         if answered is not None:
             model, provider = answered.model, answered.provider
         metrics.fallbacks_taken(project.name, getattr(chain, "fallbacks", None))
+        usage = tally.reported if sent is None or refused else tally.usage()
+        if charge and usage:
+            await _charge(project, usage)
         await _record(project=project, user_key=user_key, kind=kind, model=model, provider=provider, usage=usage,
                       duration=time.monotonic() - started, outcome=outcome, code=code)
+
+
+async def _charge(project, usage: dict) -> None:
+    try:
+        # Shielded as the usage row is: a client that leaves must not leave the call uncharged.
+        await asyncio.shield(db_call(limits.call_record, project=project, user_key=None, usage=usage))
+    except Exception:  # noqa: BLE001 - as the usage row: the answer was given
+        log.warning("Could not count the tokens of a call against the budgets", exc_info=True)
 
 
 @dataclass(frozen=True)
@@ -63,6 +84,11 @@ async def complete_metered(models: Provider | ModelChain, request: ModelRequest,
     started, usage, outcome, code = time.monotonic(), None, Usage.Outcome.CANCELLED, None
     try:
         completion = await models.complete(request)
+        if not completion.usage:
+            # A vendor that reports no usage is charged the estimate (providers/usage_estimate.py).
+            tally = CallTally(request.messages)
+            tally.see_text(completion.text, None)
+            completion = replace(completion, usage=tally.usage())
         usage, outcome = completion.usage, Usage.Outcome.COMPLETED
         return completion
     except ModelError as exc:

@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from projects.auth import principal_for_key
+from projects.auth import api_key_find
 from projects.models import ApiKey, Project
 from runs.lock import lock_take
 from runs.models import Run
@@ -78,6 +78,6 @@ def test_adding_an_api_key_shows_the_full_key_once(admin_client, rows):
     created = ApiKey.objects.get(name="from admin")
     [raw] = [key for key in re.findall(r"tk_[A-Za-z0-9_-]+", response.content.decode()) if len(key) > 20]
     assert raw.startswith(created.prefix)
-    assert principal_for_key(raw).project == project
+    assert api_key_find(raw).project == project
     # Not shown again: the key's own page has only its prefix.
     assert raw not in admin_client.get(_url(ApiKey, "change", created.pk)).content.decode()

@@ -160,7 +160,7 @@ def test_a_token_required_project_needs_the_bearer(server, project, api_key, ven
     spec = TranscriptionSpec(model="whisper-1", base_url=vendor.base_url, api_key="sk-x")
     project_settings_save(project, ProjectSettings(transcription=spec, token_required=True))
     response = _post(server, api_key, {"file": ("a.wav", WAV, "audio/wav")})
-    assert_problem(response, 401, "UNAUTHORIZED")
+    assert_problem(response, 401, "USER_TOKEN_REQUIRED")  # as on every other route
     assert fake.requests == []
 
 

@@ -19,12 +19,12 @@ from core.problems import Problem, validation_error
 from projects import limits
 from projects.auth import Principal
 from projects.models import Project
-from projects.models_config import model_chain_for
 from runs import bodies
 from runs.agui import protocol as agui
 from runs.lock import lock_take
 from runs.models import Run
-from runs.services import StartedRun, run_request_params
+from runs.services import (StartedRun, run_message_check, run_model_rules, run_request_params, run_reservation,
+                           run_reserved_note)
 from runs.start_history import history_after_lock
 from runs.turns import Turn, turn_results_check, turn_store
 from threads import selectors
@@ -47,19 +47,28 @@ def agui_run_start(*, principal: Principal, run_input: RunAgentInput) -> Started
     """
     agui.check_input(run_input, max_messages=settings.AGUI_MAX_MESSAGES)
     user_key = _user_key(principal, run_input)
-    budget = limits.call_admit(project=principal.project, user_key=user_key)
+    # AG-UI names no model: the project's first model answers, the others are its fallbacks. The
+    # context budget is /v1's (runs/services.py), so the model is sent no more than it allows.
+    models, context_budget = run_model_rules(principal, requested=None, max_tokens=None)
+    # The turn is known once the thread is read: the reservation counts its input as the context budget
+    # or, without one, as the system prompt alone (docs/abuse-and-limits.md).
+    budget = limits.call_admit(project=principal.project, user_key=user_key,
+                               reserve=run_reservation(principal, [], context_budget, None))
     tools = agui.client_tools(run_input)
     with transaction.atomic():
         thread = _thread_for(principal.project, user_key, run_input.thread_id)
         # Checked before the lock too, so a bad request is told so even while a run streams.
         turn = _plan(thread, run_input)
         body = _run_body(run_input, turn, tools)
+        # The new turn alone too large: refused here, the transaction (a new thread included) rolled back.
+        run_message_check(principal, body, context_budget)
         run = Run(thread=thread, request_params={**run_request_params(body), "aguiRunId": run_input.run_id},
                   status=Run.Status.STREAMING, started_at=timezone.now())
 
         def in_lock(locked: Thread) -> None:
             locked_turn = _plan(locked, run_input)
             run.previous_run_id = locked.last_completed_run_id
+            run_reserved_note(run, budget)
             run.save(force_insert=True)
             locked_turn.context = agui.model_context(run_input, _state(locked, run_input))
             turn_store(thread=locked, run=run, turn=locked_turn)
@@ -71,11 +80,12 @@ def agui_run_start(*, principal: Principal, run_input: RunAgentInput) -> Started
         thread = lock_take(thread_id=thread.id, run_id=run.id, in_lock=in_lock, status=RunStatus.STREAMING)
         tools = project_tools_of(principal.project)
     # After the commit, so the images and files it holds do not load under the thread's row lock.
-    history = history_after_lock(thread=thread, run=run, budget=None)
+    # Trimmed to the context budget as /v1's (runs/context_budget.py: oldest turns first, a tool call
+    # never apart from its result).
+    history = history_after_lock(thread=thread, run=run, budget=context_budget)
     thread.project = principal.project  # the loop reads it from async code: no lazy loads there
-    # AG-UI names no model: the project's first model answers, the others are its fallbacks.
     started = StartedRun(thread=thread, run=run, body=body, history=history, tools=tools, budget=budget,
-                         models=model_chain_for(principal.project, requested=None))
+                         models=models, context_budget=context_budget)
     return started
 
 

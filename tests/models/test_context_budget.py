@@ -33,20 +33,47 @@ def long_thread(project: Project, user_key: str, turns: int = 75) -> Thread:
     return thread
 
 
-def test_a_300_message_thread_is_trimmed_to_the_budget_oldest_turns_first(tmp_path, models_url, oai):
+ENTRANCES = ["v1", "agui"]
+
+
+def _run_on(runs, entrance: str, thread_id: str, text: str) -> None:
+    """One run on the thread through `entrance`: /v1's run route, or AG-UI naming the server thread."""
+    if entrance == "v1":
+        runs.run(thread_id, text)
+        return
+    response = runs.api.post("/v1/agui", {
+        "threadId": thread_id, "runId": "r-budget", "tools": [], "context": [], "state": {},
+        "messages": [{"id": "m-budget", "role": "user", "content": text}],
+        "forwardedProps": {"userKey": runs.api.user_key}})
+    assert response.status_code == 200, response.text
+    assert "RUN_FINISHED" in response.text, response.text
+
+
+def _new_run(runs, entrance: str, text: str):
+    if entrance == "v1":
+        return runs.post_new(text)
+    return runs.api.post("/v1/agui", {
+        "threadId": "client-budget", "runId": "r1", "tools": [], "context": [], "state": {},
+        "messages": [{"id": "m1", "role": "user", "content": text}], "forwardedProps": {"userKey": runs.api.user_key}})
+
+
+@pytest.mark.parametrize("entrance", ENTRANCES)
+def test_a_300_message_thread_is_trimmed_to_the_budget_oldest_turns_first(tmp_path, models_url, oai, entrance):
     apply_file(tmp_path, f"""
 projects:
   - name: budgeted
     systemPrompt: "Be brief."
-    models: [{openai_model(oai.fake)}]
+    models: [{openai_model(oai.fake, model=f"gpt-budget-{entrance}")}]
     maxInputTokens: 3000
     maxOutputTokens: 500
 """)
+    # A model of its own per entrance: the estimate is calibrated per model by the fake's reported
+    # prompt tokens (runs/context_budget.py), and each case must start from the uncalibrated one.
     runs = project_runs(models_url, "budgeted")
     thread = long_thread(Project.objects.get(name="budgeted"), runs.api.user_key)
     assert thread.messages.count() == 300
     oai.script(Text("ok"))
-    runs.run(thread.id, "the latest question")
+    _run_on(runs, entrance, thread.id, "the latest question")
     sent = oai.requests[0].body["messages"]
     assert sent[0] == {"role": "system", "content": "Be brief."}
     assert sent[-1] == {"role": "user", "content": "the latest question"}
@@ -81,7 +108,8 @@ def test_a_tool_call_is_never_split_from_its_result():
     assert fit(messages, 60) == [messages[0], messages[-1]]
 
 
-def test_a_message_that_alone_does_not_fit_is_refused_before_any_call(tmp_path, models_url, oai):
+@pytest.mark.parametrize("entrance", ENTRANCES)
+def test_a_message_that_alone_does_not_fit_is_refused_before_any_call(tmp_path, models_url, oai, entrance):
     apply_file(tmp_path, f"""
 projects:
   - name: tiny-budget
@@ -90,6 +118,6 @@ projects:
     maxOutputTokens: 100
 """)
     runs = project_runs(models_url, "tiny-budget")
-    response = runs.post_new("x " * 1000)
+    response = _new_run(runs, entrance, "x " * 1000)
     assert response.status_code == 400 and response.json()["code"] == "CONTEXT_TOO_LARGE"
     assert oai.requests == [] and not Thread.objects.filter(project__name="tiny-budget").exists()

@@ -77,6 +77,32 @@ def test_another_origin_is_refused_and_the_browser_can_read_why(live_server_url,
     assert response.headers["Access-Control-Allow-Origin"] == "*"
 
 
+_HI = {"role": "user", "content": [{"type": "text", "text": "hi"}]}
+
+
+@pytest.mark.parametrize("route", ["new thread", "existing thread"])
+def test_a_run_from_another_origin_is_refused(live_server_url, api_key, origins, route):
+    # The run routes found the caller on a path of their own that skipped this check (issue 32).
+    path = "/v1/threads/runs"
+    if route == "existing thread":
+        created = requests.post(live_server_url + "/v1/threads", json={"userKey": "alice"},
+                                headers={"x-api-key": api_key}, timeout=30)
+        path = f"/v1/threads/{created.json()['id']}/runs"
+
+    response = requests.post(live_server_url + path, json={"userKey": "alice", "message": _HI}, timeout=30,
+                             headers={"x-api-key": api_key, "Origin": "https://evil.example.com"})
+
+    assert_problem(response, 403, "ORIGIN_NOT_ALLOWED")
+
+
+def test_a_run_from_a_listed_origin_streams(live_server_url, api_key, origins):
+    response = requests.post(live_server_url + "/v1/threads/runs", json={"userKey": "alice", "message": _HI},
+                             headers={"x-api-key": api_key, "Origin": APP}, timeout=30)
+
+    assert response.status_code == 200, response.text
+    assert "RUN_FINISHED" in response.text
+
+
 def test_a_request_without_origin_is_not_affected(live_server_url, api_key, origins):
     assert _get(live_server_url, api_key).status_code == 200
 

@@ -89,3 +89,25 @@ def test_without_limits_no_counter_is_written(servers, api_key, project, fake: V
 
     assert types(run(servers[0], api_key).events)[-1] == "RUN_FINISHED"
     assert LimitCounter.objects.count() == 0
+
+
+def test_runs_started_together_overshoot_the_budget_by_one_reservation_at_most(servers, api_key, project,
+                                                                              fake: Vendor):
+    from concurrent.futures import ThreadPoolExecutor
+
+    budget(project, tokens_per_day=1000)
+    # Each call uses 500 tokens; the run's reservation is its message and the output default (about 1,010).
+    reservation = 1010
+    default = fake.fake.default_reply
+    fake.fake.default_reply = Text(["a", "slow", "answer"], delay=0.05, usage=usage(500))
+    try:
+        with ThreadPoolExecutor(40) as pool:
+            answers = list(pool.map(lambda n: run(servers[n % 2], api_key, user=f"u{n}"), range(40)))
+    finally:
+        fake.fake.default_reply = default
+
+    admitted = [a for a in answers if a.status_code == 200]
+    assert all(a.status_code in (200, 429) for a in answers)
+    # Admitted tokens: at most the budget plus one call's reservation (before: all 40, 20,000 tokens).
+    assert len(fake.requests) == len(admitted) and len(fake.requests) * 500 <= 1000 + reservation, len(admitted)
+    assert LimitCounter.objects.get(kind="tokens", user_key="").count == len(admitted) * 500

@@ -51,6 +51,8 @@ class Text:
     # None sends no finish chunk (a server that ends the stream without saying why).
     finish_reason: str | None = "stop"
     usage: dict[str, int] | None = None  # None: a usage computed from the chunk count
+    # False: no usage chunk even when asked for one (servers that ignore `include_usage`).
+    reports_usage: bool = True
     # Reasoning streamed before the text: `reasoning_content` deltas here, thinking blocks on the
     # Anthropic fake (tests/support/fake_anthropic.py).
     reasoning: str | Sequence[str] = ()
@@ -408,7 +410,7 @@ class _Handler(BaseHTTPRequestHandler):
             if reply.finish_reason is not None:
                 self._send_event({**envelope, "choices": [
                     {"index": 0, "delta": {}, "finish_reason": reply.finish_reason, "logprobs": None}]})
-            if record.wants_usage:
+            if record.wants_usage and getattr(reply, "reports_usage", True):
                 self._send_event({**envelope, "choices": [], "usage": _usage(reply, deltas)})
         self._send_chunk(b"data: [DONE]\n\n")
         self._send_chunk(b"")
