@@ -111,6 +111,10 @@ def _completion(s: Scene, user=None, model=None, text="hi"):
                   json={"model": model or "offline", "messages": [{"role": "user", "content": text}]})
 
 
+def _response(s: Scene, user=None, model=None, text="hi"):
+    return s.call("POST", "/api/responses", json={"model": model or "offline", "input": text})
+
+
 def _transcription_setup(s: Scene) -> None:
     s.fake.script(Text("hello"))
     project_settings_save(s.project, ProjectSettings(**{**_settings(s.project), "transcription": TranscriptionSpec(
@@ -164,7 +168,10 @@ ROUTES: dict[str, dict[str, Route] | Exempt] = {
     # The gateway names no end user (docs/gateway): tokenRequired does not apply to it.
     "gateway-chat-completions": {"POST": Route(_completion, 200, CALLER + MODEL_CALL + (ALLOWED_MODEL,),
                                                usage_kind="gateway")},
+    "gateway-responses": {"POST": Route(_response, 200, CALLER + MODEL_CALL + (ALLOWED_MODEL,), usage_kind="gateway")},
     "gateway-models": {"GET": Route(lambda s, **_: s.call("GET", "/api/models"), 200, CALLER)},
+    # The SDK's getCurrent(): the key's project.
+    "project-current": {"GET": Route(lambda s, **_: s.call("GET", "/projects"), 200, CALLER)},
     "gateway-model": {"GET": Route(lambda s, **_: s.call("GET", "/api/models/offline"), 200, CALLER)},
     "audio-transcribe": {"POST": Route(
         lambda s, user="alice", **_: s.call("POST", "/audio/transcribe", params={"userKey": user},
@@ -182,6 +189,10 @@ ROUTES: dict[str, dict[str, Route] | Exempt] = {
     "logout": Exempt("the page's logout"),
     "admin": Exempt("Django's admin: staff sessions, no project key"),
     "^api/(?P<rest>.*)$": Exempt("the gateway's 404 for an unknown path"),
+    "^(?:projects/|registry(?:/|$)|auth/mcp/access-token$|storage/presign$)": Exempt(
+        "the SDK's older routes: a JSON 404 naming what to use instead, reading nothing of a project"),
+    "user-forget": Exempt("the admin's staff session only, a project key is refused 403: "
+                          "tests/retention/test_forget_user.py::test_only_the_admins_staff_may_forget_a_user"),
 }
 
 
