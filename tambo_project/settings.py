@@ -201,6 +201,8 @@ MAX_REQUEST_BYTES = env.int("MAX_REQUEST_BYTES", default=1_000_000)
 # that sends half a request holds a connection no longer.
 REQUEST_HEADER_TIMEOUT = env.float("REQUEST_HEADER_TIMEOUT", default=10.0)
 REQUEST_BODY_TIMEOUT = env.float("REQUEST_BODY_TIMEOUT", default=30.0)
+# A request's head (request line and headers) longer than this is answered 431 (tambo_project/http_guard.py).
+MAX_REQUEST_HEAD_BYTES = env.int("MAX_REQUEST_HEAD_BYTES", default=64 * 1024)
 # When the last open stream ends, give freed memory back to the system (core/memory.py).
 MEMORY_TRIM = env.bool("MEMORY_TRIM", default=True)
 # Run bodies carry the user's images and files (docs/images-and-voice.md); audio uploads are larger still.
