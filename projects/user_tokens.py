@@ -26,13 +26,13 @@ from django.conf import settings
 
 from core.sanity import InputError, check_text
 from projects import oidc_discovery
+from projects.identities import USER_KEY_MAX_LENGTH
 
 LEEWAY_SECONDS = 60
 ACCESS_TOKEN_MAX_SECONDS = 3600
 ACCESS_TOKEN_LEEWAY_SECONDS = 5
 # Marks a JWT as this server's access token, so no other JWT it might sign is ever taken for one.
 ACCESS_TOKEN_AUDIENCE = "urn:tambo-django:access-token"
-USER_KEY_MAX_LENGTH = 256
 MIN_HS256_SECRET_BYTES = 32  # RFC 7518 3.2: an HS256 key at least as long as the hash output
 MIN_RSA_BITS = 2048
 
