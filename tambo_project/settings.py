@@ -22,11 +22,18 @@ DEBUG = env.bool("DEBUG", default=False)
 # Keys everyone can read in this repository. Served with one, anyone could sign sessions and CSRF tokens;
 # so with DEBUG off the server refuses to start (bin/serve generates a key of its own in var/).
 PUBLIC_SECRET_KEYS = ("dev-only-insecure-key-change-me", "change-me-in-production", "")
+# As Django's own deployment check (security.W009) asks: at least 50 characters, at least 5 different
+# ones, and not a key `startproject` made for development. " " and "abc" were accepted before.
+SECRET_KEY_MIN_LENGTH = 50
 SECRET_KEY = env.str("SECRET_KEY", default=PUBLIC_SECRET_KEYS[0])
-if not DEBUG and SECRET_KEY in PUBLIC_SECRET_KEYS:
+if not DEBUG and (SECRET_KEY.strip() in PUBLIC_SECRET_KEYS or len(SECRET_KEY) < SECRET_KEY_MIN_LENGTH
+                  or len(set(SECRET_KEY)) < 5 or SECRET_KEY.startswith("django-insecure")):
     raise environ.ImproperlyConfigured(
-        "SECRET_KEY is unset or a public development value: set SECRET_KEY to a long random secret "
-        "(bin/serve keeps one in var/secret_key), or DEBUG=true on a development machine.")
+        f"SECRET_KEY is unset, a public development value, or too weak: with DEBUG off it must be a random "
+        f"secret of at least {SECRET_KEY_MIN_LENGTH} characters (at least 5 different ones) that is not one of "
+        "the repository's public values (for instance the output of `python3 -c 'import secrets; "
+        "print(secrets.token_urlsafe(50))'`; bin/serve keeps one in var/secret_key), or DEBUG=true on a "
+        "development machine.")
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["*"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 CSRF_FAILURE_VIEW = "tambo_project.views.csrf_failure"  # the route's error shape, not Django's page
