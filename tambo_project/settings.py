@@ -208,6 +208,9 @@ MAX_REQUEST_BYTES = env.int("MAX_REQUEST_BYTES", default=1_000_000)
 # that sends half a request holds a connection no longer.
 REQUEST_HEADER_TIMEOUT = env.float("REQUEST_HEADER_TIMEOUT", default=10.0)
 REQUEST_BODY_TIMEOUT = env.float("REQUEST_BODY_TIMEOUT", default=30.0)
+# Image URLs in messages must not point at loopback, link-local, private or metadata addresses
+# (core/public_urls.py), except these hosts, addresses or CIDR networks the operator allows.
+MEDIA_URL_ALLOWED_HOSTS = env.list("MEDIA_URL_ALLOWED_HOSTS", default=[])
 # A request's head (request line and headers) longer than this is answered 431 (tambo_project/http_guard.py).
 MAX_REQUEST_HEAD_BYTES = env.int("MAX_REQUEST_HEAD_BYTES", default=64 * 1024)
 # When the last open stream ends, give freed memory back to the system (core/memory.py).

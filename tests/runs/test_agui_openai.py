@@ -75,6 +75,8 @@ def test_an_ag_ui_image_and_document_reach_the_model_byte_for_byte(agui_api: Api
 @pytest.mark.parametrize(("source", "field"), [
     ({"type": "data", "value": "aGVsbG8=", "mimeType": "image/png"}, "messages[0].content[1].source.value"),
     ({"type": "url", "value": "file:///etc/passwd", "mimeType": "image/png"}, "messages[0].content[1].source.value"),
+    ({"type": "url", "value": "http://169.254.169.254/latest/x.png", "mimeType": "image/png"},
+     "messages[0].content[1].source.value"),
     ({"type": "data", "value": "aGVsbG8=", "mimeType": "application/zip"}, "messages[0].content[1].source.mimeType"),
 ])
 def test_a_bad_ag_ui_part_is_refused_naming_it_and_nothing_is_stored(agui_api: Api, fake: Vendor, source, field):
