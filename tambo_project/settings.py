@@ -3,6 +3,7 @@
 With nothing set, the server runs on an embedded SQLite file and the built-in offline model.
 A bad value fails loudly at start-up rather than at the first request.
 """
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -56,6 +57,7 @@ INSTALLED_APPS = [
     "tools",
     "telemetry",
     "gateway",  # no models: its AppConfig registers the gateway's error shape (core/error_shapes.py)
+    "axes",  # login throttling (below)
 ]
 
 MIDDLEWARE = [
@@ -72,7 +74,19 @@ MIDDLEWARE = [
     "tambo_project.inline_middleware.XFrameOptionsMiddleware",
     "tambo_project.middleware.ProblemMiddleware",
     "runs.recovery.middleware.RunWatcherMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes asks: answers a locked-out login 429
 ]
+
+# Login throttling for the page's login and the Django admin's (django-axes): after LOGIN_FAILURE_LIMIT
+# wrong passwords for one account, or from one address, that account or address is locked out for
+# LOGIN_LOCKOUT_SECONDS, counted in the database so every process sees them; a right password before
+# then resets the count. Before, 100 wrong passwords in 37 s were all tried, then the right one worked.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(seconds=env.int("LOGIN_LOCKOUT_SECONDS", default=900))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one locks: per account and per address
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
 
 ROOT_URLCONF = "tambo_project.urls"
 ASGI_APPLICATION = "tambo_project.asgi.application"
