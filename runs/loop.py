@@ -172,7 +172,8 @@ def _count_call(started: StartedRun, call: Call, block: dict | None) -> None:
 async def _toolbox(started: StartedRun) -> Toolbox:
     body = started.body
     toolbox = toolbox_build(client_tools=body.tools or [], components=body.available_components or [],
-                            enabled=started.tools.enabled)
+                            enabled=started.tools.enabled,
+                            result_max_chars=project_settings(started.thread.project).tool_result_max_chars)
     toolbox.mcp_tools = await mcp_tools_load(started.tools.mcp_configs)
     return toolbox
 

@@ -49,6 +49,8 @@ class Toolbox:
     mcp_tools: dict[str, tuple[Any, str, ModelTool]] = field(default_factory=dict)  # name → (config, tool, spec)
     timeout: float = 30.0
     mcp_timeout: float = 30.0
+    # The most characters of one server or MCP tool result that are stored and sent to the model.
+    result_max_chars: int = 100_000
 
     def kind(self, name: str) -> Kind | None:
         if name in self.components:
@@ -81,7 +83,11 @@ class Toolbox:
         return tools
 
     async def execute(self, name: str, arguments: dict[str, Any]) -> ToolResult:
-        """Runs a server or MCP tool; every failure becomes an isError result."""
+        """Runs a server or MCP tool; every failure becomes an isError result. A result longer than
+        `result_max_chars` is cut here, before it is stored or sent to the model (result_capped)."""
+        return result_capped(await self._execute(name, arguments), self.result_max_chars)
+
+    async def _execute(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         if name in self.server_tools:
             return await self._run_builtin(self.server_tools[name], arguments)
         if name in self.mcp_tools:
@@ -117,6 +123,27 @@ class Toolbox:
         return ToolResult(to_content(value))
 
 
+def result_capped(result: ToolResult, limit: int) -> ToolResult:
+    """`result` cut to `limit` characters (text, and a resource block's JSON), with a last text block
+    that tells the model it was cut. A 50 MB MCP result was stored and re-sent to the model on every
+    later step of the run; a resource that does not fit whole is left out."""
+    sizes = [len(b.get("text", "")) if b.get("type") == "text" else len(json.dumps(b)) for b in result.content]
+    total = sum(sizes)
+    if total <= limit:
+        return result
+    kept, used = [], 0
+    for block, size in zip(result.content, sizes):
+        if block.get("type") == "text" and used < limit:
+            kept.append({**block, "text": block.get("text", "")[:limit - used]})
+            used += min(size, limit - used)
+        elif block.get("type") != "text" and used + size <= limit:
+            kept.append(block)
+            used += size
+    kept.append({"type": "text", "text": f"[The tool's result was cut: it had {total} characters, more than the "
+                                         f"{limit} passed on; only the first {used} are shown.]"})
+    return ToolResult(kept, result.is_error)
+
+
 def to_content(value: Any) -> list[dict[str, Any]]:
     if isinstance(value, str):
         return [{"type": "text", "text": value}]
@@ -134,7 +161,7 @@ def _object_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def toolbox_build(*, client_tools: list[wire.ClientTool], components: list[wire.AvailableComponent],
-                  enabled: list[str]) -> Toolbox:
+                  enabled: list[str], result_max_chars: int | None = None) -> Toolbox:
     """The run's tools but MCP's, whose listing is async (`mcp_tools_load`); `enabled` names the
     project's built-in tools, read with the run's lock (tools/selectors.py). No I/O."""
     server_tools = {name: tool for name in enabled if (tool := get_tool(name)) is not None}
@@ -144,6 +171,7 @@ def toolbox_build(*, client_tools: list[wire.ClientTool], components: list[wire.
         server_tools=server_tools,
         timeout=settings.SERVER_TOOL_TIMEOUT,
         mcp_timeout=settings.MCP_TIMEOUT,
+        result_max_chars=result_max_chars or settings.TOOL_RESULT_MAX_CHARS,
     )
 
 

@@ -225,6 +225,9 @@ REQUEST_BODY_TIMEOUT = env.float("REQUEST_BODY_TIMEOUT", default=30.0)
 # Image URLs in messages must not point at loopback, link-local, private or metadata addresses
 # (core/public_urls.py), except these hosts, addresses or CIDR networks the operator allows.
 MEDIA_URL_ALLOWED_HOSTS = env.list("MEDIA_URL_ALLOWED_HOSTS", default=[])
+# The most characters of one server or MCP tool result stored and sent to the model (runs/toolbox.py);
+# a project's `toolResultMaxChars` overrides it.
+TOOL_RESULT_MAX_CHARS = env.int("TOOL_RESULT_MAX_CHARS", default=100_000)
 # A request's head (request line and headers) longer than this is answered 431 (tambo_project/http_guard.py).
 MAX_REQUEST_HEAD_BYTES = env.int("MAX_REQUEST_HEAD_BYTES", default=64 * 1024)
 # When the last open stream ends, give freed memory back to the system (core/memory.py).
