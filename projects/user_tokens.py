@@ -221,7 +221,20 @@ def _verification_key(project, token: str) -> tuple[object, list[str]]:
         except ValueError as exc:
             # Settings saved around the admin's validation (e.g. straight into the database).
             raise TokenRefused("invalid_request", f"The project's user-token public key is unusable: {exc}") from None
+    # The key set (and the issuer's discovery document) may have to be fetched: an outbound fetch never
+    # holds a database connection while it waits. Thirty exchanges against a hanging issuer held the
+    # pool's ten, and /healthz and every other request of the process answered 503.
+    _connection_release()
     return _jwks_key(project.user_token_jwks_url or _discovered_jwks_url(project.user_token_issuer), token)
+
+
+def _connection_release() -> None:
+    """Gives this thread's database connection back (to the pool, with DB_POOL_SIZE) unless a
+    transaction needs it; the next query takes one again."""
+    from django.db import connection
+
+    if not connection.in_atomic_block:
+        connection.close()
 
 
 def _discovered_jwks_url(issuer: str) -> str:

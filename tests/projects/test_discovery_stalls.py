@@ -52,3 +52,36 @@ def test_a_trickling_issuer_is_cut_at_the_timeout_for_the_whole_read(live_server
     assert "did not arrive in time" in assert_oauth_error(answer, 400, "invalid_grant")
     # Answered while the issuer was still sending: the deadline covered the whole read.
     assert sent_when_answered < len(document) // 2, (sent_when_answered, len(document))
+
+
+@pytest.fixture(scope="module")
+def small_pool_server(django_db_setup, django_db_blocker):
+    # Two pooled connections, waited for 3 s; exchanges that wait 20 s for the issuer.
+    server = LiveServer("discovery-pool", {"DB_POOL_SIZE": "2", "DB_POOL_TIMEOUT": "3",
+                                           "USER_TOKEN_JWKS_TIMEOUT": "20", "USER_TOKEN_JWKS_RETRY_SECONDS": "0"})
+    yield server
+    server.stop()
+
+
+def test_exchanges_waiting_for_an_issuer_hold_no_database_connection(small_pool_server, api_key, project):
+    import time
+
+    import requests
+
+    # PostgreSQL's pool (bin/test runs this file on PostgreSQL only: it is not marked both_dbs).
+    with HangingListener() as issuer:
+        _issuer(project, issuer.url(""))
+        token = sign_rs256(rsa_key(), kid="kid-1", iss=issuer.url(""))
+        with ThreadPoolExecutor(30) as pool:
+            pending = [pool.submit(exchange, small_pool_server.url, api_key, token) for _ in range(30)]
+            while not issuer.accepted:  # the exchanges are waiting for the issuer now
+                time.sleep(0.05)
+            # Before, each waiting exchange held a pooled connection: with the two taken, /healthz
+            # waited DB_POOL_TIMEOUT and answered 503.
+            health = [requests.get(small_pool_server.url + "/healthz", timeout=30) for _ in range(3)]
+            still_waiting = sum(not future.done() for future in pending)
+            answers = [future.result() for future in pending]
+    assert [h.status_code for h in health] == [200, 200, 200]
+    assert still_waiting > 0  # /healthz answered while exchanges were blocked on the issuer
+    for answer in answers:
+        assert "did not arrive in time" in assert_oauth_error(answer, 400, "invalid_grant")
