@@ -88,7 +88,10 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
         toolbox = await _toolbox(started)
         messages = build_model_messages(thread.project.system_prompt, started.history,
                                         allow_override=project_settings(thread.project).allow_system_prompt_override)
-        for _ in range(MAX_STEPS):
+        steps = 0
+        # A step is a model call; a server or MCP call that timed out counts as one more (toolbox.timeouts).
+        while steps + toolbox.timeouts < MAX_STEPS:
+            steps += 1
             persisted = None  # a cancel from here on leaves the previous, finished step alone
             control.check()
             budget_check(started.budget, run.usage)

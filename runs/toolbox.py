@@ -51,6 +51,9 @@ class Toolbox:
     mcp_timeout: float = 30.0
     # The most characters of one server or MCP tool result that are stored and sent to the model.
     result_max_chars: int = 100_000
+    # Server and MCP calls that timed out in this run: each counts as a step (runs/loop.py MAX_STEPS),
+    # so a tool that hangs cannot keep a run going for MAX_STEPS model calls of its timeout each.
+    timeouts: int = 0
 
     def kind(self, name: str) -> Kind | None:
         if name in self.components:
@@ -96,6 +99,7 @@ class Toolbox:
             config, tool_name, _ = self.mcp_tools[name]
             # The server's kept session: a stdio server is not started again for every call.
             result = await sessions().call_tool(config, tool_name, arguments, timeout=self.mcp_timeout)
+            self.timeouts += result.timed_out
             return ToolResult(result.content, result.is_error)
         return error_result(f"There is no tool named {name}.")
 
@@ -115,6 +119,7 @@ class Toolbox:
         try:
             value = await asyncio.wait_for(call, timeout=self.timeout)
         except asyncio.TimeoutError:
+            self.timeouts += 1
             return error_result(f"Tool {tool.name} timed out after {self.timeout:g} s.")
         except Exception as exc:  # noqa: BLE001 - the model reads the failure, the run goes on
             log.warning("Server tool %s failed: %s", tool.name, type(exc).__name__)
