@@ -19,7 +19,7 @@ COPY . /src
 RUN /opt/tambo/bin/pip install --no-deps /src/clientsdk /src \
  && /opt/tambo/bin/pip check
 # Static files are collected (compressed, hashed names) once, here, into the image.
-RUN cd /tmp && SECRET_KEY=image-build STATIC_ROOT=/opt/tambo/static \
+RUN cd /tmp && SECRET_KEY="$(/opt/tambo/bin/python -c 'import secrets; print(secrets.token_urlsafe(50))')" STATIC_ROOT=/opt/tambo/static \
     /opt/tambo/bin/tambo-server collectstatic --noinput -v 0
 
 FROM ${BASE}

@@ -25,5 +25,5 @@ export PATH="$VENV/bin:$PATH"
 # bin/test, bin/bench and bin/fuzz: the settings refuse the public development SECRET_KEY, so the tests,
 # benchmarks and the servers they start share a random one of their own (bin/serve keeps its own).
 if [ "${1:-base}" = "test" ]; then
-  export SECRET_KEY="${SECRET_KEY:-test-$(python -c 'import secrets; print(secrets.token_urlsafe(32))')}"
+  export SECRET_KEY="${SECRET_KEY:-test-$(python -c 'import secrets; print(secrets.token_urlsafe(50))')}"
 fi

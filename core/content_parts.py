@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Iterable
 
+from core.public_urls import check_public_url
 from core.sanity import InputError
 
 # What the OpenAI and Anthropic APIs both accept as images.
@@ -85,6 +86,7 @@ def check_resource(resource: dict, field: str) -> Part:
         if mime and not mime.startswith("image/"):
             raise InputError(f"{field}.mimeType", f"{field}: a URL without a blob is passed to the model for "
                              f"images only; send {label} ({mime}) as a base64 blob.")
+        check_public_url(uri, f"{field}.uri")
         return Part("image_url", mime or None, 0)
     raise InputError(field, f"{field}: a resource needs a blob (base64), a text or a uri.")
 

@@ -28,7 +28,9 @@ _TITLES = {
     413: "Payload Too Large",
     415: "Unsupported Media Type",
     429: "Too Many Requests",
+    431: "Request Header Fields Too Large",
     500: "Internal Server Error",
+    501: "Not Implemented",
     502: "Bad Gateway",
     503: "Service Unavailable",
 }

@@ -108,6 +108,8 @@ class ProjectSettings(SettingsModel):
     allowed_models: list[str] = Field(default_factory=list)
     max_input_tokens: int | None = Field(default=None, gt=0)
     max_output_tokens: int | None = Field(default=None, gt=0)
+    # The most characters of one server or MCP tool result (runs/toolbox.py); TOOL_RESULT_MAX_CHARS if unset.
+    tool_result_max_chars: int | None = Field(default=None, gt=0)
     parameters: dict[str, Any] = Field(default_factory=dict)
     transcription: TranscriptionSpec | None = None
     limits: Limits = Field(default_factory=Limits)

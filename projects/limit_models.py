@@ -1,6 +1,8 @@
 """The counters behind run rates and token budgets (projects/limits.py writes and reads them)."""
 from django.db import models
 
+from projects.identities import STORED_MAX_LENGTH
+
 
 class LimitCounter(models.Model):
     """One window's count for a project (`user_key` "") or one of its end users: runs in a minute
@@ -8,7 +10,7 @@ class LimitCounter(models.Model):
 
     project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="+")
     # The stored user key (projects/identities.py), or "" for the project's own count.
-    user_key = models.CharField(max_length=300, blank=True)
+    user_key = models.CharField(max_length=STORED_MAX_LENGTH, blank=True)
     kind = models.CharField(max_length=8)
     window_start = models.DateTimeField()
     count = models.BigIntegerField(default=0)

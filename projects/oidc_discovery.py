@@ -8,6 +8,13 @@ fetched and cached like a configured JWKS URL (projects/user_tokens.py).
 Only https issuers are followed (plain http is allowed for loopback addresses, which tests and local
 identity providers use): a discovery document over plain http could be replaced on the way and name an
 attacker's keys. Every failure is a clear refusal of the exchange, never a hang or a 500.
+
+A stalling issuer costs one wait, as a stalling JWKS does (projects/user_tokens.py `_GuardedJWKClient`):
+the fetch runs on a thread of its own, one at a time per issuer (single flight: exchanges that come
+meanwhile wait for the same fetch), each caller waits at most USER_TOKEN_JWKS_TIMEOUT for the whole of it
+(requests' timeout is per read: an issuer sending a byte every 2 s held an exchange past 100 s), and a
+failure is remembered for USER_TOKEN_JWKS_RETRY_SECONDS, during which exchanges are refused at once (20
+exchanges against a hanging issuer made 21 fetches).
 """
 from __future__ import annotations
 
@@ -15,6 +22,8 @@ import ipaddress
 import json
 import threading
 import time
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from urllib.parse import urlsplit
 
 import requests
@@ -25,7 +34,10 @@ DISCOVERY_LIFESPAN = 300.0
 MAX_DOCUMENT_BYTES = 100_000
 
 _cache: dict[str, tuple[float, str]] = {}
+_flights: dict[str, Future] = {}  # issuer -> the fetch under way
+_failed: dict[str, tuple[float, str]] = {}  # issuer -> (refused until, why)
 _lock = threading.Lock()
+LATE = "The issuer's discovery document did not arrive in time; try again later."
 
 
 class DiscoveryFailed(Exception):
@@ -57,12 +69,43 @@ def jwks_url_discover(issuer: str) -> str:
     now = time.monotonic()
     with _lock:
         hit = _cache.get(issuer)
-    if hit is not None and hit[0] > now:
-        return hit[1]
-    url = _fetch(issuer)
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        failed = _failed.get(issuer)
+        if failed is not None and failed[0] > now:
+            raise DiscoveryFailed(failed[1])
+        flight = _flights.get(issuer)
+        if flight is None or flight.done():
+            flight = _flights[issuer] = Future()
+            threading.Thread(target=_fetch_into, args=(issuer, flight), name="oidc-discovery", daemon=True).start()
+    try:
+        return flight.result(timeout=float(getattr(settings, "USER_TOKEN_JWKS_TIMEOUT", 3)))
+    except FutureTimeout:
+        _remember_failure(issuer, LATE)
+        raise DiscoveryFailed(LATE) from None
+    except DiscoveryFailed as exc:
+        _remember_failure(issuer, str(exc))
+        raise
+
+
+def _fetch_into(issuer: str, flight: Future) -> None:
+    """The fetch, on its own thread: a late answer still fills the cache for the next exchange."""
+    try:
+        url = _fetch(issuer)
+    except BaseException as exc:  # noqa: BLE001 - handed to the waiting callers
+        flight.set_exception(exc)
+        return
     with _lock:
-        _cache[issuer] = (now + DISCOVERY_LIFESPAN, url)
-    return url
+        _cache[issuer] = (time.monotonic() + DISCOVERY_LIFESPAN, url)
+        _failed.pop(issuer, None)
+    flight.set_result(url)
+
+
+def _remember_failure(issuer: str, why: str) -> None:
+    remembered = float(getattr(settings, "USER_TOKEN_JWKS_RETRY_SECONDS", 5))
+    with _lock:
+        if issuer not in _cache:
+            _failed[issuer] = (time.monotonic() + remembered, why)
 
 
 def _fetch(issuer: str) -> str:
@@ -77,10 +120,10 @@ def _fetch(issuer: str) -> str:
         finally:
             response.close()
     except (requests.Timeout, TimeoutError):
-        raise DiscoveryFailed("The issuer's discovery document did not arrive in time; try again later.") from None
+        raise DiscoveryFailed(LATE) from None
     except (requests.RequestException, OSError) as exc:
         if "timed out" in str(exc).lower():
-            raise DiscoveryFailed("The issuer's discovery document did not arrive in time; try again later.") from None
+            raise DiscoveryFailed(LATE) from None
         raise DiscoveryFailed("The issuer's discovery document could not be fetched; try again later.") from None
     if response.status_code != 200:
         raise DiscoveryFailed(f"The issuer's discovery document answered HTTP {response.status_code}.")

@@ -26,13 +26,13 @@ from django.conf import settings
 
 from core.sanity import InputError, check_text
 from projects import oidc_discovery
+from projects.identities import USER_KEY_MAX_LENGTH
 
 LEEWAY_SECONDS = 60
 ACCESS_TOKEN_MAX_SECONDS = 3600
 ACCESS_TOKEN_LEEWAY_SECONDS = 5
 # Marks a JWT as this server's access token, so no other JWT it might sign is ever taken for one.
 ACCESS_TOKEN_AUDIENCE = "urn:tambo-django:access-token"
-USER_KEY_MAX_LENGTH = 256
 MIN_HS256_SECRET_BYTES = 32  # RFC 7518 3.2: an HS256 key at least as long as the hash output
 MIN_RSA_BITS = 2048
 
@@ -221,7 +221,20 @@ def _verification_key(project, token: str) -> tuple[object, list[str]]:
         except ValueError as exc:
             # Settings saved around the admin's validation (e.g. straight into the database).
             raise TokenRefused("invalid_request", f"The project's user-token public key is unusable: {exc}") from None
+    # The key set (and the issuer's discovery document) may have to be fetched: an outbound fetch never
+    # holds a database connection while it waits. Thirty exchanges against a hanging issuer held the
+    # pool's ten, and /healthz and every other request of the process answered 503.
+    _connection_release()
     return _jwks_key(project.user_token_jwks_url or _discovered_jwks_url(project.user_token_issuer), token)
+
+
+def _connection_release() -> None:
+    """Gives this thread's database connection back (to the pool, with DB_POOL_SIZE) unless a
+    transaction needs it; the next query takes one again."""
+    from django.db import connection
+
+    if not connection.in_atomic_block:
+        connection.close()
 
 
 def _discovered_jwks_url(issuer: str) -> str:

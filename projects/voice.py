@@ -48,13 +48,19 @@ def transcription_check_access(principal: Principal, user_key: str | None) -> st
 
 
 def transcription_target(project) -> TranscriptionTarget:
-    """Where the project's transcriptions go. Raises 503 TRANSCRIPTION_UNAVAILABLE when none is
+    """Where the project's transcriptions go. Raises 501 TRANSCRIPTION_UNAVAILABLE when none is
     configured, its key's `env:` variable is not set, or its stored key does not decrypt."""
     spec = project_settings(project).transcription
     if spec is None:
-        raise Problem(503, "TRANSCRIPTION_UNAVAILABLE", UNAVAILABLE_DETAIL)
+        raise unavailable(UNAVAILABLE_DETAIL)
     return TranscriptionTarget(model=spec.model, base_url=spec.base_url, api_key=_secret(spec.api_key),
                                timeout=settings.TRANSCRIPTION_TIMEOUT)
+
+
+def unavailable(detail: str) -> Problem:
+    # 501, not 503: the server is not down, the project lacks a configuration that retrying cannot
+    # bring (a 503 promises a Retry-After, docs/protocol.md#errors).
+    return Problem(501, "TRANSCRIPTION_UNAVAILABLE", detail)
 
 
 def _secret(value: str | None) -> str | None:
@@ -63,11 +69,11 @@ def _secret(value: str | None) -> str | None:
     try:
         return secret_resolve(value)
     except MissingSecret as missing:
-        raise Problem(503, "TRANSCRIPTION_UNAVAILABLE", f"The transcription model's key comes from the "
-                      f"environment variable {missing.name}, which is not set.") from None
+        raise unavailable(f"The transcription model's key comes from the environment variable {missing.name}, "
+                          "which is not set.") from None
     except (SecretUnreadable, ImproperlyConfigured):
-        raise Problem(503, "TRANSCRIPTION_UNAVAILABLE", "The transcription model's stored key cannot be "
-                      "decrypted with this server's SECRETS_KEYS; set the key again.") from None
+        raise unavailable("The transcription model's stored key cannot be decrypted with this server's "
+                          "SECRETS_KEYS; set the key again.") from None
 
 
 def audio_check(*, name: str, content_type: str, size: int) -> None:

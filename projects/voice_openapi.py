@@ -25,8 +25,10 @@ _ERRORS: dict[str, tuple[str, list[str]]] = {
     "429": ("Over the project's or user's run rate or token budget (a transcription counts as a run), or the "
             "transcription model is rate limited.", ["RATE_LIMITED", "BUDGET_EXCEEDED", "TRANSCRIPTION_RATE_LIMITED"]),
     "502": ("The transcription model failed, could not be reached or answered no transcript.", ["TRANSCRIPTION_FAILED"]),
-    "503": ("The project has no transcription model (the detail says how to configure one) or its key is not "
-            "available, or the database is unavailable.", ["TRANSCRIPTION_UNAVAILABLE", "SERVICE_UNAVAILABLE"]),
+    "501": ("The project has no transcription model (the detail says how to configure one) or its key is not "
+            "available: a configuration to add, not a passing condition.", ["TRANSCRIPTION_UNAVAILABLE"]),
+    "503": ("The database is unavailable or out of connections; retry after the `Retry-After` header's seconds.",
+            ["SERVICE_UNAVAILABLE"]),
     "504": ("The transcription model did not answer within `TRANSCRIPTION_TIMEOUT` seconds.", ["TRANSCRIPTION_TIMEOUT"]),
 }
 

@@ -23,8 +23,8 @@ import re
 from typing import Any, AsyncIterator
 
 from core.ids import new_id
-from providers.base import (Completion, Delta, ModelError, ModelRequest, ModelTool, StepEnd, TextDelta,
-                            ToolCallDelta)
+from providers.base import (APP_CONTEXT_LABEL, Completion, Delta, ModelError, ModelRequest, ModelTool, StepEnd,
+                            TextDelta, ToolCallDelta)
 from providers.offline_tasks import task_answer
 
 SLOW_WORDS = 200
@@ -42,8 +42,10 @@ class OfflineProvider:
         self.slow_delay = slow_delay
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[Delta]:
-        # Context the application attaches arrives as system messages; the rules read what came before.
-        conversation = [m for m in request.messages if m.get("role") != "system"] or [{"role": "user", "content": ""}]
+        # Context the application attaches (a system message, or a user turn of context alone after tool
+        # results: runs/history.py) is not the user's words; the rules read what came before.
+        conversation = [m for m in request.messages if m.get("role") != "system" and not _context_only(m)]
+        conversation = conversation or [{"role": "user", "content": ""}]
         last = conversation[-1]
         if last.get("role") == "tool":
             async for delta in self._text(_tool_report(conversation), self.delay):
@@ -114,7 +116,14 @@ def _text_of(message: dict[str, Any]) -> str:
         return content
     # The history's `[image: name]` labels are said back under "I received", not as the user's words.
     return "".join(part.get("text", "") for part in content
-                   if isinstance(part, dict) and not _IMAGE_LABEL.fullmatch(part.get("text", "")))
+                   if isinstance(part, dict) and not _IMAGE_LABEL.fullmatch(part.get("text", ""))
+                   and not part.get("text", "").startswith(APP_CONTEXT_LABEL))
+
+
+def _context_only(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    return (message.get("role") == "user" and isinstance(content, list) and bool(content)
+            and all(str(part.get("text", "")).startswith(APP_CONTEXT_LABEL) for part in content))
 
 
 def _tool_report(messages: list[dict[str, Any]]) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from providers.base import APP_CONTEXT_LABEL
 from runs.media import content_parts
 from threads.content import block_text
 from threads.models import Message
@@ -35,7 +36,10 @@ def build_model_messages(system_prompt: str, messages: list[Message], *,
     the model only when the project allows system prompt overrides (`allowSystemPromptOverride`); then
     a thread's first message, when it is one, replaces the project's instructions (as on the reference).
     Without the setting, system messages a client stored (through AG-UI, or before /v1 refused them)
-    never reach the model: anyone with the public key could otherwise add instructions."""
+    never reach the model: anyone with the public key could otherwise add instructions. For the same
+    reason a message's `additionalContext` (AG-UI `context` and `state` included) reaches the model
+    inside the user turn, labelled as the application's data (APP_CONTEXT_LABEL), and as a system
+    message only when the project allows overrides."""
     if allow_override and messages and messages[0].role == Message.Role.SYSTEM:
         system_prompt = "\n".join(block_text(b) for b in messages[0].content) or system_prompt
         messages = messages[1:]
@@ -49,22 +53,28 @@ def build_model_messages(system_prompt: str, messages: list[Message], *,
                 if block.get("type") == "tool_result":
                     out.append({"role": "tool", "tool_call_id": block["toolUseId"], "content": result_text(block)})
             if message.additional_context:
-                out.append(_context_message(message.additional_context))
+                # The results came in a user turn of the client's: its context follows them as one.
+                out.append(_context_system(message.additional_context) if allow_override
+                           else {"role": "user", "content": [_context_part(message.additional_context)]})
         elif message.role == Message.Role.ASSISTANT:
             out.extend(_assistant(message, answered))
         else:
-            out.extend(_user_or_system(message))
+            out.extend(_user_or_system(message, allow_override))
     return out
 
 
-def _user_or_system(message: Message) -> list[dict[str, Any]]:
+def _user_or_system(message: Message, allow_override: bool) -> list[dict[str, Any]]:
     result = []
-    if message.additional_context:
-        # Context from the application (what the user sees, selections…), given just before the text.
-        result.append(_context_message(message.additional_context))
+    context = message.additional_context
+    if context and (allow_override or message.role != Message.Role.USER):
+        result.append(_context_system(context))
+        context = None
     if message.role == Message.Role.USER:
         parts = content_parts(message.content)
-        if any(part["type"] != "text" for part in parts):
+        if context:
+            # Context from the application (what the user sees, selections…), just before the text.
+            parts = [_context_part(context), *parts]
+        if context or any(part["type"] != "text" for part in parts):
             result.append({"role": message.role, "content": parts})
             return result
         text = "\n".join(part["text"] for part in parts)
@@ -75,7 +85,12 @@ def _user_or_system(message: Message) -> list[dict[str, Any]]:
     return result
 
 
-def _context_message(context: Any) -> dict[str, Any]:
+def _context_part(context: Any) -> dict[str, Any]:
+    return {"type": "text", "text": f"{APP_CONTEXT_LABEL}\n{json.dumps(context, ensure_ascii=False)}"}
+
+
+def _context_system(context: Any) -> dict[str, Any]:
+    """Only where the project allows clients to set instructions (allowSystemPromptOverride)."""
     return {"role": "system",
             "content": f"Additional context from the application: {json.dumps(context, ensure_ascii=False)}"}
 

@@ -91,10 +91,13 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
         messages = build_model_messages(thread.project.system_prompt, started.history,
                                         allow_override=project_settings(thread.project).allow_system_prompt_override)
         step_limit = model_calls_limit(thread.project, settings.MAX_MODEL_CALLS_PER_RUN)
-        for index in range(step_limit):
+        calls = 0
+        # A step is a model call; a server or MCP call that timed out counts as one more (toolbox.timeouts).
+        while calls + toolbox.timeouts < step_limit:
+            first, calls = calls == 0, calls + 1
             persisted = None  # a cancel from here on leaves the previous, finished step alone
             control.check()
-            if index == 0:
+            if first:
                 budget_check(started.budget, run.usage)  # admitted by run_start a moment ago
             else:
                 # Each later model call is admitted too: the budgets as they stand now, across processes.
@@ -181,7 +184,8 @@ def _count_call(started: StartedRun, call: Call, block: dict | None) -> None:
 async def _toolbox(started: StartedRun) -> Toolbox:
     body = started.body
     toolbox = toolbox_build(client_tools=body.tools or [], components=body.available_components or [],
-                            enabled=started.tools.enabled)
+                            enabled=started.tools.enabled,
+                            result_max_chars=project_settings(started.thread.project).tool_result_max_chars)
     toolbox.mcp_tools = await mcp_tools_load(started.tools.mcp_configs)
     return toolbox
 

@@ -49,6 +49,11 @@ class Toolbox:
     mcp_tools: dict[str, tuple[Any, str, ModelTool]] = field(default_factory=dict)  # name → (config, tool, spec)
     timeout: float = 30.0
     mcp_timeout: float = 30.0
+    # The most characters of one server or MCP tool result that are stored and sent to the model.
+    result_max_chars: int = 100_000
+    # Server and MCP calls that timed out in this run: each counts as a step (runs/loop.py MAX_STEPS),
+    # so a tool that hangs cannot keep a run going for MAX_STEPS model calls of its timeout each.
+    timeouts: int = 0
 
     def kind(self, name: str) -> Kind | None:
         if name in self.components:
@@ -81,7 +86,11 @@ class Toolbox:
         return tools
 
     async def execute(self, name: str, arguments: dict[str, Any]) -> ToolResult:
-        """Runs a server or MCP tool; every failure becomes an isError result."""
+        """Runs a server or MCP tool; every failure becomes an isError result. A result longer than
+        `result_max_chars` is cut here, before it is stored or sent to the model (result_capped)."""
+        return result_capped(await self._execute(name, arguments), self.result_max_chars)
+
+    async def _execute(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         if name in self.server_tools:
             return await self._run_builtin(self.server_tools[name], arguments)
         if name in self.mcp_tools:
@@ -90,6 +99,7 @@ class Toolbox:
             config, tool_name, _ = self.mcp_tools[name]
             # The server's kept session: a stdio server is not started again for every call.
             result = await sessions().call_tool(config, tool_name, arguments, timeout=self.mcp_timeout)
+            self.timeouts += result.timed_out
             return ToolResult(result.content, result.is_error)
         return error_result(f"There is no tool named {name}.")
 
@@ -109,12 +119,34 @@ class Toolbox:
         try:
             value = await asyncio.wait_for(call, timeout=self.timeout)
         except asyncio.TimeoutError:
+            self.timeouts += 1
             return error_result(f"Tool {tool.name} timed out after {self.timeout:g} s.")
         except Exception as exc:  # noqa: BLE001 - the model reads the failure, the run goes on
             log.warning("Server tool %s failed: %s", tool.name, type(exc).__name__)
             message = str(exc) if isinstance(exc, (ValueError, ArithmeticError)) else type(exc).__name__
             return error_result(f"Tool {tool.name} failed: {message}")
         return ToolResult(to_content(value))
+
+
+def result_capped(result: ToolResult, limit: int) -> ToolResult:
+    """`result` cut to `limit` characters (text, and a resource block's JSON), with a last text block
+    that tells the model it was cut. A 50 MB MCP result was stored and re-sent to the model on every
+    later step of the run; a resource that does not fit whole is left out."""
+    sizes = [len(b.get("text", "")) if b.get("type") == "text" else len(json.dumps(b)) for b in result.content]
+    total = sum(sizes)
+    if total <= limit:
+        return result
+    kept, used = [], 0
+    for block, size in zip(result.content, sizes):
+        if block.get("type") == "text" and used < limit:
+            kept.append({**block, "text": block.get("text", "")[:limit - used]})
+            used += min(size, limit - used)
+        elif block.get("type") != "text" and used + size <= limit:
+            kept.append(block)
+            used += size
+    kept.append({"type": "text", "text": f"[The tool's result was cut: it had {total} characters, more than the "
+                                         f"{limit} passed on; only the first {used} are shown.]"})
+    return ToolResult(kept, result.is_error)
 
 
 def to_content(value: Any) -> list[dict[str, Any]]:
@@ -134,7 +166,7 @@ def _object_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def toolbox_build(*, client_tools: list[wire.ClientTool], components: list[wire.AvailableComponent],
-                  enabled: list[str]) -> Toolbox:
+                  enabled: list[str], result_max_chars: int | None = None) -> Toolbox:
     """The run's tools but MCP's, whose listing is async (`mcp_tools_load`); `enabled` names the
     project's built-in tools, read with the run's lock (tools/selectors.py). No I/O."""
     server_tools = {name: tool for name in enabled if (tool := get_tool(name)) is not None}
@@ -144,6 +176,7 @@ def toolbox_build(*, client_tools: list[wire.ClientTool], components: list[wire.
         server_tools=server_tools,
         timeout=settings.SERVER_TOOL_TIMEOUT,
         mcp_timeout=settings.MCP_TIMEOUT,
+        result_max_chars=result_max_chars or settings.TOOL_RESULT_MAX_CHARS,
     )
 
 

@@ -3,6 +3,7 @@
 With nothing set, the server runs on an embedded SQLite file and the built-in offline model.
 A bad value fails loudly at start-up rather than at the first request.
 """
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -22,11 +23,18 @@ DEBUG = env.bool("DEBUG", default=False)
 # Keys everyone can read in this repository. Served with one, anyone could sign sessions and CSRF tokens;
 # so with DEBUG off the server refuses to start (bin/serve generates a key of its own in var/).
 PUBLIC_SECRET_KEYS = ("dev-only-insecure-key-change-me", "change-me-in-production", "")
+# As Django's own deployment check (security.W009) asks: at least 50 characters, at least 5 different
+# ones, and not a key `startproject` made for development. " " and "abc" were accepted before.
+SECRET_KEY_MIN_LENGTH = 50
 SECRET_KEY = env.str("SECRET_KEY", default=PUBLIC_SECRET_KEYS[0])
-if not DEBUG and SECRET_KEY in PUBLIC_SECRET_KEYS:
+if not DEBUG and (SECRET_KEY.strip() in PUBLIC_SECRET_KEYS or len(SECRET_KEY) < SECRET_KEY_MIN_LENGTH
+                  or len(set(SECRET_KEY)) < 5 or SECRET_KEY.startswith("django-insecure")):
     raise environ.ImproperlyConfigured(
-        "SECRET_KEY is unset or a public development value: set SECRET_KEY to a long random secret "
-        "(bin/serve keeps one in var/secret_key), or DEBUG=true on a development machine.")
+        f"SECRET_KEY is unset, a public development value, or too weak: with DEBUG off it must be a random "
+        f"secret of at least {SECRET_KEY_MIN_LENGTH} characters (at least 5 different ones) that is not one of "
+        "the repository's public values (for instance the output of `python3 -c 'import secrets; "
+        "print(secrets.token_urlsafe(50))'`; bin/serve keeps one in var/secret_key), or DEBUG=true on a "
+        "development machine.")
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["*"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 CSRF_FAILURE_VIEW = "tambo_project.views.csrf_failure"  # the route's error shape, not Django's page
@@ -50,6 +58,7 @@ INSTALLED_APPS = [
     "telemetry",
     "retention",  # no models: the retention job, forgetting a user, their commands
     "gateway",  # no models: its AppConfig registers the gateway's error shape (core/error_shapes.py)
+    "axes",  # login throttling (below)
 ]
 
 MIDDLEWARE = [
@@ -66,7 +75,19 @@ MIDDLEWARE = [
     "tambo_project.inline_middleware.XFrameOptionsMiddleware",
     "tambo_project.middleware.ProblemMiddleware",
     "runs.recovery.middleware.RunWatcherMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes asks: answers a locked-out login 429
 ]
+
+# Login throttling for the page's login and the Django admin's (django-axes): after LOGIN_FAILURE_LIMIT
+# wrong passwords for one account, or from one address, that account or address is locked out for
+# LOGIN_LOCKOUT_SECONDS, counted in the database so every process sees them; a right password before
+# then resets the count. Before, 100 wrong passwords in 37 s were all tried, then the right one worked.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(seconds=env.int("LOGIN_LOCKOUT_SECONDS", default=900))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one locks: per account and per address
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
 
 ROOT_URLCONF = "tambo_project.urls"
 ASGI_APPLICATION = "tambo_project.asgi.application"
@@ -202,6 +223,14 @@ MAX_REQUEST_BYTES = env.int("MAX_REQUEST_BYTES", default=1_000_000)
 # that sends half a request holds a connection no longer.
 REQUEST_HEADER_TIMEOUT = env.float("REQUEST_HEADER_TIMEOUT", default=10.0)
 REQUEST_BODY_TIMEOUT = env.float("REQUEST_BODY_TIMEOUT", default=30.0)
+# Image URLs in messages must not point at loopback, link-local, private or metadata addresses
+# (core/public_urls.py), except these hosts, addresses or CIDR networks the operator allows.
+MEDIA_URL_ALLOWED_HOSTS = env.list("MEDIA_URL_ALLOWED_HOSTS", default=[])
+# The most characters of one server or MCP tool result stored and sent to the model (runs/toolbox.py);
+# a project's `toolResultMaxChars` overrides it.
+TOOL_RESULT_MAX_CHARS = env.int("TOOL_RESULT_MAX_CHARS", default=100_000)
+# A request's head (request line and headers) longer than this is answered 431 (tambo_project/http_guard.py).
+MAX_REQUEST_HEAD_BYTES = env.int("MAX_REQUEST_HEAD_BYTES", default=64 * 1024)
 # When the last open stream ends, give freed memory back to the system (core/memory.py).
 MEMORY_TRIM = env.bool("MEMORY_TRIM", default=True)
 # Run bodies carry the user's images and files (docs/images-and-voice.md); audio uploads are larger still.

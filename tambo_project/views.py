@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.db import connection
 from django.http import JsonResponse
 from django.views import csrf, defaults
@@ -15,7 +16,9 @@ def healthz(request):
             cursor.execute("SELECT 1")
             cursor.fetchone()
     except Exception:  # noqa: BLE001 - any database failure means unhealthy
-        return JsonResponse({"status": "unhealthy", "database": "unreachable"}, status=503)
+        # Every 503 says when to look again (docs/protocol.md#errors), this one too.
+        return JsonResponse({"status": "unhealthy", "database": "unreachable"}, status=503,
+                            headers={"Retry-After": str(settings.DB_RETRY_AFTER)})
     return JsonResponse({"status": "ok", "database": connection.vendor})
 
 

@@ -13,6 +13,7 @@ from typing import AsyncIterator
 from core.db import db_call
 from django.conf import settings
 
+from projects.models_config import project_model_names
 from providers.base import Completion, Delta, ModelError, ModelRequest, Provider, StepEnd
 from projects import limits
 from providers.chain import ModelChain
@@ -51,7 +52,7 @@ async def metered(deltas: AsyncIterator[Delta], *, project, user_key: str, kind:
         answered = getattr(chain, "answered", None)
         if answered is not None:
             model, provider = answered.model, answered.provider
-        metrics.fallbacks_taken(project.name, getattr(chain, "fallbacks", None))
+        metrics.fallbacks_taken(project.name, getattr(chain, "fallbacks", None), project_model_names(project))
         usage = tally.reported if sent is None or refused else tally.usage()
         if charge and usage:
             await _charge(project, usage)
@@ -96,7 +97,8 @@ async def complete_metered(models: Provider | ModelChain, request: ModelRequest,
         raise
     finally:
         model, provider = _answering(models, request)
-        metrics.fallbacks_taken(scope.project.name, getattr(models, "fallbacks", None))
+        metrics.fallbacks_taken(scope.project.name, getattr(models, "fallbacks", None),
+                                project_model_names(scope.project))
         await _record(project=scope.project, user_key=scope.user_key, kind=scope.kind, model=model,
                       provider=provider, usage=usage, duration=time.monotonic() - started, outcome=outcome,
                       code=code, thread_id=scope.thread_id)
@@ -114,7 +116,7 @@ def _answering(models: Provider | ModelChain, request: ModelRequest) -> tuple[st
 
 async def _record(*, project, user_key: str, kind: str, model: str, provider: str, usage, duration: float,
                   outcome: str, code: str | None, thread_id: str | None = None) -> None:
-    label = metrics.model_label(model)
+    label = metrics.model_label(model, project_model_names(project))
     for type_, count in tokens_of(usage).items():
         if count:
             metrics.TOKENS.labels(project.name, label, type_).inc(count)

@@ -5,9 +5,11 @@ samples to memory-mapped files there and a scrape, served by any one process, su
 processes, including those of a worker that died and was replaced: its counts are not lost. Gauges
 of processes that are gone are dropped (`livesum`, and `forget_dead_processes` at start-up).
 
-Labels are bounded: a project's name, a model name (at most MAX_MODEL_LABELS distinct per
-process, then "other": a client chooses the model string), an outcome, a tool kind, a route
-template. Never a user, a thread, a raw path or text.
+Labels are bounded: a project's name, a model name, an outcome, a tool kind, a route template. Never a
+user, a thread, a raw path or text. A client chooses the model string, so a model is a label only when
+the operator named it (a model the project offers, the server's default, a gateway alias); any other
+name is "other" and takes no slot (500 invented names filled the old 50 first-come slots, and later real
+models showed as "other"). MAX_MODEL_LABELS still caps the named ones per process.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import glob
 import logging
 import os
 import re
+from typing import Collection
 
 from django.conf import settings
 from prometheus_client import (CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest,
@@ -47,9 +50,13 @@ _models_seen: set[str] = set()
 _SAFE = re.compile(r"[^\w.:/@-]")
 
 
-def model_label(model: str | None) -> str:
-    """A model name as a label: the first MAX_MODEL_LABELS names seen by this process, then "other"."""
-    name = _SAFE.sub("_", (model or "default")[:100])
+def model_label(model: str | None, offered: Collection[str] = ()) -> str:
+    """A model name as a label: itself when the operator named it (`offered`: the project's model names,
+    projects/models_config.py `project_model_names`; or the server's own), else "other"."""
+    name = model or "default"
+    if name not in offered and name not in _server_models():
+        return "other"
+    name = _SAFE.sub("_", name[:100])
     if name in _models_seen:
         return name
     if len(_models_seen) >= MAX_MODEL_LABELS:
@@ -58,17 +65,32 @@ def model_label(model: str | None) -> str:
     return name
 
 
+def _server_models() -> set[str]:
+    """The models the server's own settings name: its default per provider and the gateway's aliases."""
+    names = {"default", "offline", settings.MODEL_PROVIDER, settings.OPENAI_MODEL, settings.ANTHROPIC_MODEL,
+             settings.GATEWAY_DEFAULT_MODEL, *settings.GATEWAY_MODELS}
+    names.update(target.split(":", 1)[-1] for target in settings.GATEWAY_MODELS.values())
+    return names
+
+
 def rate_limited(project, limit: str) -> None:
     """One request refused by `limit`: a project limit's setting name (projects/limits.py tells of
     those, registered in apps.py) or `gateway_requests_per_minute` (the gateway's per-key rate)."""
     RATE_LIMITED.labels(project.name, limit).inc()
 
 
-def fallbacks_taken(project_name: str, fallbacks) -> None:
+def fallbacks_taken(project_name: str, fallbacks, offered: Collection[str] = ()) -> None:
     """The switches of a ModelChain (`{"from", "to", "code"}` each), counted once the call ended."""
     for switch in fallbacks or ():
-        MODEL_FALLBACKS.labels(project_name, model_label(switch.get("from", "")),
-                               model_label(switch.get("to", ""))).inc()
+        MODEL_FALLBACKS.labels(project_name, _target_label(switch.get("from", ""), offered),
+                               _target_label(switch.get("to", ""), offered)).inc()
+
+
+def _target_label(target: str, offered: Collection[str]) -> str:
+    """A `provider:model` label (providers/base.py ModelTarget.label): the provider comes from the
+    configuration, the model is checked as model_label checks it."""
+    provider, _, model = target.partition(":")
+    return "other" if model_label(model, offered) == "other" else _SAFE.sub("_", target[:100])
 
 
 def multiprocess_dir() -> str:

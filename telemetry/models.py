@@ -3,6 +3,8 @@ and what the admin's usage page draws."""
 from django.db import models
 from django.utils import timezone
 
+from projects.identities import STORED_MAX_LENGTH
+
 
 class Usage(models.Model):
     class Kind(models.TextChoices):
@@ -19,7 +21,8 @@ class Usage(models.Model):
 
     id = models.BigAutoField(primary_key=True)
     project = models.ForeignKey("projects.Project", on_delete=models.CASCADE, related_name="usage_records")
-    user_key = models.CharField(max_length=256, blank=True, default="")
+    # The stored key (projects/identities.py): a prefix in front of the longest user the exchange accepts.
+    user_key = models.CharField(max_length=STORED_MAX_LENGTH, blank=True, default="")
     kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.RUN)
     # No foreign keys to the run or thread: usage outlives a deleted thread (what was spent was spent),
     # and telemetry sits below runs in the layers.

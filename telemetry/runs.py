@@ -18,6 +18,7 @@ from typing import Any
 from django.conf import settings
 
 from core.statements import Insert
+from projects.models_config import project_model_names
 from telemetry import metrics, tracing
 from telemetry.models import Usage
 from telemetry.usage import tokens_of
@@ -51,6 +52,8 @@ class RunMeter:
     tool_calls: Counter = field(default_factory=Counter)  # (kind, outcome) -> calls
     span: Any = None  # the run's `invoke_agent` span while tracing is on
     ended: bool = False
+    # The model names the project offers: only these (and the server's own) become metric labels.
+    offered: frozenset = frozenset()
 
     def mark_first_output(self) -> None:
         self.first_output_at = time.monotonic()
@@ -67,7 +70,8 @@ def run_meter_start(*, run, thread, project, user_key: str) -> RunMeter:
     """Starts measuring `run` (kept on the Run instance, as its in-memory token usage is)."""
     meter = RunMeter(project_id=project.id, project_name=project.name, user_key=user_key, thread_id=thread.id,
                      run_id=run.id, model=resolved_model(run.model),
-                     provider=getattr(run, "provider", None) or settings.MODEL_PROVIDER)
+                     provider=getattr(run, "provider", None) or settings.MODEL_PROVIDER,
+                     offered=frozenset(project_model_names(project)))
     meter.span = tracing.run_span_start(meter)
     run._telemetry_meter = meter
     metrics.OPEN_STREAMS.inc()
@@ -114,7 +118,7 @@ class RunEnd:
         meter.ended = True
         metrics.OPEN_STREAMS.dec()
         outcome = self.outcome if released else Usage.Outcome.FAILED
-        project, model = meter.project_name, metrics.model_label(meter.model)
+        project, model = meter.project_name, metrics.model_label(meter.model, meter.offered)
         metrics.RUNS.labels(project, model, outcome).inc()
         metrics.RUN_DURATION.labels(project, model).observe(self.duration)
         if meter.ttft is not None:
@@ -124,7 +128,7 @@ class RunEnd:
                 metrics.TOKENS.labels(project, model, kind).inc(count)
         for (kind, result), count in meter.tool_calls.items():
             metrics.TOOL_CALLS.labels(project, kind, result).inc(count)
-        metrics.fallbacks_taken(project, getattr(self.run, "model_fallbacks", None))
+        metrics.fallbacks_taken(project, getattr(self.run, "model_fallbacks", None), meter.offered)
         trace_id = tracing.run_span_end(meter, outcome=outcome, error_code=self.error_code, tokens=self.tokens)
         log.info("run end", extra={"fields": {
             "project": meter.project_name, "project_id": meter.project_id, "thread": meter.thread_id,

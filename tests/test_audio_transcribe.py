@@ -99,26 +99,27 @@ def test_a_transcription_key_stored_encrypted_is_decrypted_when_a_recording_come
     assert seen.api_key == "sk-stored-transcription-key"
 
 
-def test_a_stored_key_the_server_cannot_decrypt_is_503_and_nothing_is_sent(server, vendor, fake, tmp_path, settings):
+def test_a_stored_key_the_server_cannot_decrypt_is_501_and_nothing_is_sent(server, vendor, fake, tmp_path, settings):
     settings.SECRETS_KEYS = [Fernet.generate_key().decode()]  # not the server's
     key = _apply_transcription(tmp_path, vendor, "sk-other-key")
-    body = assert_problem(_post(server, key, {"file": ("a.wav", WAV, "audio/wav")}), 503, "TRANSCRIPTION_UNAVAILABLE")
+    body = assert_problem(_post(server, key, {"file": ("a.wav", WAV, "audio/wav")}), 501, "TRANSCRIPTION_UNAVAILABLE")
     assert "SECRETS_KEYS" in body["detail"] and "sk-other-key" not in body["detail"]
     assert fake.requests == []
 
 
-def test_without_a_transcription_model_the_sdk_gets_503_transcription_unavailable(server, api_key):
+def test_without_a_transcription_model_the_sdk_gets_501_transcription_unavailable(server, api_key):
+    # Not a 503: nothing passes by waiting, so no Retry-After is promised (every 503 carries one).
     result = node.run_scenario("audio.mjs", "unavailable", server.url, api_key, package="@tambo-ai/typescript-sdk")
-    assert result == {"scenario": "unavailable", "ok": True, "status": 503, "code": "TRANSCRIPTION_UNAVAILABLE"}
+    assert result == {"scenario": "unavailable", "ok": True, "status": 501, "code": "TRANSCRIPTION_UNAVAILABLE"}
     response = _post(server, api_key, {"file": ("a.wav", WAV, "audio/wav")})
-    body = assert_problem(response, 503, "TRANSCRIPTION_UNAVAILABLE")
+    body = assert_problem(response, 501, "TRANSCRIPTION_UNAVAILABLE")
     assert "transcription:" in body["detail"]  # it says how to configure one
 
 
 def test_an_unset_key_variable_is_named(server, project, api_key, vendor, monkeypatch):
     spec = TranscriptionSpec(model="whisper-1", base_url=vendor.base_url, api_key="env:TAMBO_TEST_UNSET_KEY")
     project_settings_save(project, ProjectSettings(transcription=spec))
-    body = assert_problem(_post(server, api_key, {"file": ("a.wav", WAV, "audio/wav")}), 503,
+    body = assert_problem(_post(server, api_key, {"file": ("a.wav", WAV, "audio/wav")}), 501,
                           "TRANSCRIPTION_UNAVAILABLE")
     assert "TAMBO_TEST_UNSET_KEY" in body["detail"]
 

@@ -218,6 +218,15 @@ def test_it_describes_the_transcription_endpoint_with_its_multipart_body_and_pro
             problem_schema = answer["content"]["application/problem+json"]["schema"]
             assert problem_schema["allOf"][0] == {"$ref": "#/components/schemas/Problem"}
             codes[status] = problem_schema["allOf"][1]["properties"]["code"]["enum"]
-    assert set(codes) == {"400", "401", "413", "415", "429", "502", "503", "504"}
-    assert "TRANSCRIPTION_UNAVAILABLE" in codes["503"] and codes["504"] == ["TRANSCRIPTION_TIMEOUT"]
+    assert set(codes) == {"400", "401", "413", "415", "429", "501", "502", "503", "504"}
+    assert codes["501"] == ["TRANSCRIPTION_UNAVAILABLE"] and codes["504"] == ["TRANSCRIPTION_TIMEOUT"]
+    assert codes["503"] == ["SERVICE_UNAVAILABLE"]
     assert "INVALID_AUDIO" in codes["400"] and "TRANSCRIPTION_RATE_LIMITED" in codes["429"]
+
+
+def test_every_503_it_describes_carries_retry_after(schema):
+    # The README promises a Retry-After on every 503; a 503 that retrying cannot cure is another status.
+    missing = [f"{method.upper()} {path}" for path, item in schema["paths"].items() for method, operation in item.items()
+               if isinstance(operation, dict) and "503" in operation.get("responses", {})
+               and "Retry-After" not in operation["responses"]["503"].get("headers", {})]
+    assert missing == []

@@ -33,9 +33,18 @@ def test_the_settings_refuse_a_public_secret_key_with_debug_off(env):
     assert "ImproperlyConfigured" in done.stderr and "SECRET_KEY" in done.stderr
 
 
+@pytest.mark.parametrize("key", [" ", "abc", "a-real-secret-0123456789-abcdefghijklmnop", "ab" * 40,
+                                 "django-insecure-" + "0123456789abcdef" * 4])
+def test_the_settings_refuse_a_short_or_weak_secret_key_with_debug_off_and_say_why(key):
+    done = _settings_loaded(SECRET_KEY=key)
+
+    assert done.returncode != 0
+    assert "ImproperlyConfigured" in done.stderr and "at least 50 characters" in done.stderr
+
+
 def test_the_settings_accept_the_development_key_with_debug_on_and_a_real_key_without():
     assert _settings_loaded(DEBUG="true").returncode == 0
-    real = _settings_loaded(SECRET_KEY="a-real-secret-0123456789-abcdefghijklmnop")
+    real = _settings_loaded(SECRET_KEY="a-real-secret-0123456789-abcdefghijklmnopqrstuvwxyz-ABCDEF")
     assert real.returncode == 0, real.stderr
 
 

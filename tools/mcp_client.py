@@ -104,6 +104,7 @@ class McpResult:
 
     content: list[dict[str, Any]]
     is_error: bool = False
+    timed_out: bool = False  # counted against the run's step budget (runs/loop.py)
 
 
 async def list_tools(config: McpServerConfig, *, timeout: float) -> list[McpTool]:
@@ -183,7 +184,8 @@ async def call_outcome(config: McpServerConfig, tool_name: str, call: Callable[[
         if on_timeout is not None:
             on_timeout()
         logger.warning("MCP tool %r on server %r timed out after %ss", tool_name, config.name, timeout)
-        return _error_result(_timeout_message(config, timeout))
+        return McpResult(content=[{"type": "text", "text": _timeout_message(config, timeout)}], is_error=True,
+                         timed_out=True)
     except MCPError as exc:
         if exc.code == CONNECTION_CLOSED:
             logger.warning("MCP server %r closed the connection during %r", config.name, tool_name)

@@ -193,10 +193,12 @@ def test_context_and_state_reach_the_model_with_the_turn(api: Api):
 
     thread = Thread.objects.get(id=server_thread_id)
     model_input = build_model_messages("", list(thread.messages.order_by("created_at", "id")))
-    context_message = model_input[1]
-    assert context_message["role"] == "system"
-    assert '"value": "/orders/42"' in context_message["content"] and '"cart": 3' in context_message["content"]
-    assert model_input[2] == {"role": "user", "content": "where am I?"}
+    # In the user turn, before the user's words, as the application's data (never a system message).
+    assert [m["role"] for m in model_input][:2] == ["system", "user"]
+    assert [m["role"] for m in model_input].count("system") == 1
+    context_part, words = model_input[1]["content"]
+    assert '"value": "/orders/42"' in context_part["text"] and '"cart": 3' in context_part["text"]
+    assert words == {"type": "text", "text": "where am I?"}
 
 
 def test_another_user_with_the_same_thread_id_gets_a_thread_of_their_own(api: Api, runs: Runs):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from providers.base import APP_CONTEXT_LABEL
 from tests.conftest import Api
 from tests.runs.test_agui import WEATHER, assistant_of, run, run_input, text_of, user
 from tests.runs.test_run_openai import openai_server  # noqa: F401 - fixture
@@ -28,10 +29,13 @@ def test_context_state_and_client_tools_reach_the_model_and_components_do_not(ag
 
     assert text_of(events) == "You are on the orders page."
     body = fake.requests[-1].body
-    system_context, question = body["messages"][-2:]
-    assert system_context["role"] == "system"
-    assert "/orders/42" in system_context["content"] and '"cart": 3' in system_context["content"]
-    assert question == {"role": "user", "content": "where am I?"}
+    # The client's context and state are the application's data inside the user turn, never a system
+    # message (the project does not allow system prompt overrides): issue 33, item 6.
+    assert [m["role"] for m in body["messages"]] == ["system", "user"]
+    context, question = body["messages"][-1]["content"]
+    assert context["text"].startswith(APP_CONTEXT_LABEL)
+    assert "/orders/42" in context["text"] and '"cart": 3' in context["text"]
+    assert question == {"type": "text", "text": "where am I?"}
     assert [t["function"]["name"] for t in body["tools"]] == ["get_weather"]
 
 
@@ -75,6 +79,8 @@ def test_an_ag_ui_image_and_document_reach_the_model_byte_for_byte(agui_api: Api
 @pytest.mark.parametrize(("source", "field"), [
     ({"type": "data", "value": "aGVsbG8=", "mimeType": "image/png"}, "messages[0].content[1].source.value"),
     ({"type": "url", "value": "file:///etc/passwd", "mimeType": "image/png"}, "messages[0].content[1].source.value"),
+    ({"type": "url", "value": "http://169.254.169.254/latest/x.png", "mimeType": "image/png"},
+     "messages[0].content[1].source.value"),
     ({"type": "data", "value": "aGVsbG8=", "mimeType": "application/zip"}, "messages[0].content[1].source.mimeType"),
 ])
 def test_a_bad_ag_ui_part_is_refused_naming_it_and_nothing_is_stored(agui_api: Api, fake: Vendor, source, field):

@@ -64,6 +64,14 @@ def test_a_pdf_a_text_file_and_an_image_url_reach_the_model(api):
     assert "remember the milk" in text  # a text file is inlined as text
 
 
+# Loopback, link-local (the cloud metadata address), private, shared and unspecified addresses, as literals,
+# in forms a string match misses, and by a name that resolves to one (localhost, from /etc/hosts).
+INTERNAL_URLS = ["http://169.254.169.254/latest/meta-data/x.png", "http://127.0.0.1:8000/admin.png",
+                 "http://localhost/a.png", "http://0x7f.1/a.png", "http://[::1]/a.png",
+                 "http://[::ffff:169.254.169.254]/a.png", "https://10.0.0.5/a.png", "http://192.168.1.1/a.png",
+                 "http://100.64.0.1/a.png", "http://0.0.0.0/a.png"]
+
+
 @pytest.mark.parametrize(("part", "field", "words"), [
     ({"type": "resource", "resource": {"name": "a.png", "mimeType": "image/png", "blob": "not base64!"}},
      "message.content[1].resource.blob", "not valid base64"),
@@ -77,8 +85,10 @@ def test_a_pdf_a_text_file_and_an_image_url_reach_the_model(api):
     ({"type": "resource", "resource": {"uri": "@nowhere:file:///a.txt"}}, "message.content[1].resource.uri",
      "'nowhere'"),
     ({"type": "resource", "resource": {"name": "empty"}}, "message.content[1].resource", "needs a blob"),
+    *[({"type": "resource", "resource": {"uri": url, "mimeType": "image/png"}}, "message.content[1].resource.uri",
+       "non-public") for url in INTERNAL_URLS],
 ], ids=["bad-base64", "text-as-png", "png-as-jpeg", "zip", "file-uri", "javascript-uri", "unknown-mcp-server",
-        "no-content"])
+        "no-content", *[f"internal-{i}" for i in range(len(INTERNAL_URLS))]])
 def test_a_bad_part_is_refused_naming_it_and_nothing_is_stored(api, part, field, words):
     thread_id, _ = run(api, "first")
     before = api.thread(thread_id)

@@ -6,6 +6,7 @@ from typing import Iterator
 
 import pytest
 
+from providers.base import APP_CONTEXT_LABEL
 from tests.conftest import Api
 from tests.runs.conftest import CLOCK_TOOL, WEATHER_TOOL, Runs, event_of, text_of, tool_result
 from tests.support.fake_openai import HTTPError, Stall, StreamError, Text, ToolCall, ToolCalls
@@ -125,7 +126,10 @@ def test_a_continuation_sends_the_results_and_additional_context_to_the_vendor(r
     assert sent[-3]["tool_calls"] == [{"id": "call_w", "type": "function",
                                        "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}]
     assert sent[-2] == {"role": "tool", "tool_call_id": "call_w", "content": "sunny, 20 C"}
-    assert sent[-1]["role"] == "system" and "forecast-page" in sent[-1]["content"]
+    # The context is the application's data in a user turn, never a system message (issue 33, item 6).
+    assert sent[-1]["role"] == "user" and "forecast-page" in sent[-1]["content"][0]["text"]
+    assert sent[-1]["content"][0]["text"].startswith(APP_CONTEXT_LABEL)
+    assert [m["role"] for m in sent].count("system") == 1
     assert "pendingToolCallIds" not in runs.thread(thread_id)
 
 
@@ -134,8 +138,24 @@ def test_additional_context_of_a_plain_message_reaches_the_vendor(runs: Runs, fa
     runs.run_new({"role": "user", "content": [{"type": "text", "text": "what am I looking at?"}],
                   "additionalContext": {"selection": "row 42"}})
     sent = fake.requests[-1].body["messages"]
-    assert sent[-2]["role"] == "system" and "row 42" in sent[-2]["content"]
-    assert sent[-1] == {"role": "user", "content": "what am I looking at?"}
+    # Inside the user turn, labelled as the application's data, before the user's words: a copied key's
+    # context must not read as instructions (it was a second system message).
+    assert [m["role"] for m in sent] == ["system", "user"]
+    context, words = sent[-1]["content"]
+    assert context["text"].startswith(APP_CONTEXT_LABEL) and "row 42" in context["text"]
+    assert words == {"type": "text", "text": "what am I looking at?"}
+
+
+def test_additional_context_is_a_system_message_only_where_the_project_allows_overrides(runs: Runs, fake: Vendor,
+                                                                                         project):
+    from projects.config import ProjectSettings, project_settings_save
+
+    project_settings_save(project, ProjectSettings(allow_system_prompt_override=True))
+    fake.script(Text("ok"))
+    runs.run_new({"role": "user", "content": [{"type": "text", "text": "hi"}],
+                  "additionalContext": {"selection": "row 7"}})
+    sent = fake.requests[-1].body["messages"]
+    assert [m["role"] for m in sent] == ["system", "system", "user"] and "row 7" in sent[1]["content"]
 
 
 # --- vendor errors -----------------------------------------------------------------------------------

@@ -14,13 +14,13 @@ import json
 import re
 from typing import Any
 
-from providers.base import ModelRequest, ModelTool, StepEnd, TextDelta, ToolCallDelta
+from providers.base import APP_CONTEXT_LABEL, ModelRequest, ModelTool, StepEnd, TextDelta, ToolCallDelta
 from providers.offline import OfflineProvider
 from providers.offline_tasks import cut_at_word, offline_suggestions
 from runs.history import component_tool_name
 from tests.support.fake_openai import Text, ToolCall, ToolCalls
 
-CONTEXT = "Additional context from the application:"
+CONTEXT = APP_CONTEXT_LABEL
 COMPONENT_PREFIX = component_tool_name("")
 
 

@@ -111,3 +111,42 @@ def test_metrics_port_serves_the_series_on_a_port_of_its_own(transactional_db):
         assert requests.get(server.url + "/metrics", timeout=10).status_code == 404  # not on the main port
     finally:
         server.stop()
+
+
+def _run_model(api_key: str, model: str) -> list[dict]:
+    async def go():
+        response = await AsyncClient().post("/v1/threads/runs", json.dumps(
+            {"userKey": "u1", "model": model, "message": {"role": "user", "content": [{"type": "text", "text": "hi"}]}}),
+            content_type="application/json", headers={"x-api-key": api_key})
+        return b"".join([chunk async for chunk in response.streaming_content])
+
+    return list(decode_events([async_to_sync(go)()]))
+
+
+def _models_of(text: str, project: str) -> set[str]:
+    return {line.split('model="', 1)[1].split('"', 1)[0] for line in text.splitlines()
+            if line.startswith("tambo_runs_total{") and f'project="{project}"' in line}
+
+
+def test_client_chosen_model_names_do_not_become_labels(transactional_db, metrics_on, api_key):
+    import secrets
+
+    from projects.config import ProjectSettings, project_settings_save
+    from projects.models import ApiKey, Project
+
+    # A copied key on a project nobody configured sends 500 invented model names.
+    for _ in range(500):
+        events = _run_model(api_key, "m-" + secrets.token_hex(6))
+        assert events[-1]["type"] == "RUN_FINISHED", events[-1]
+    # Then a project that offers a real model runs it.
+    real = Project.objects.create(name="offers-real-model")
+    project_settings_save(real, ProjectSettings(allowed_models=["real-model-1"]))
+    _, real_key = ApiKey.generate(real, "tests")
+    assert _run_model(real_key, "real-model-1")[-1]["type"] == "RUN_FINISHED"
+
+    text = _get("/metrics", Authorization=f"Bearer {TOKEN}").content.decode()
+    # One series for all the invented names, none of their own; the real model keeps its name.
+    # (the server's own model may have a series from this module's other runs)
+    assert _models_of(text, "test-project") - {"offline"} == {"other"}
+    assert _models_of(text, "offers-real-model") == {"real-model-1"}
+    assert _sample(text, "tambo_runs_total", project="test-project", model="other") >= 500

@@ -204,3 +204,22 @@ def test_a_result_shown_before_a_cancel_is_kept(api, project, mcp_http_url):  # 
     assert [r["toolUseId"] for r in stored_results(api, thread_id)] == [seen[-1]["toolCallId"]]
     thread = api.get(f"/v1/threads/{thread_id}").json()
     assert thread["runStatus"] == "idle" and thread["lastRunCancelled"] is True
+
+
+def test_a_tool_result_over_the_projects_cap_is_cut_before_the_model_and_the_store(api, project, live_server_process):
+    from projects.config import ProjectSettings, project_settings_save
+
+    # A 5,000-character result on a project that passes on 200 (toolResultMaxChars; the server's
+    # default is TOOL_RESULT_MAX_CHARS): before, all of it was stored and re-sent on every later step.
+    project_settings_save(project, ProjectSettings(tool_result_max_chars=200))
+    stdio_server(project)
+    thread_id, events = run(api, 'demo__echo {"text": "' + "x" * 5000 + '"}')
+
+    assert types(events)[-1] == "RUN_FINISHED"
+    [result] = stored_results(api, thread_id)
+    texts = [b["text"] for b in result["content"] if b["type"] == "text"]
+    assert texts[0] == "x" * 200
+    assert texts[-1].startswith("[The tool's result was cut: it had 5000 characters")
+    # The model was given the cut result and the note (the offline model says back what it got).
+    reply = text_of(events)
+    assert "x" * 201 not in reply and "The tool's result was cut" in reply
