@@ -215,6 +215,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = None
 RUN_LEASE_SECONDS = env.float("RUN_LEASE_SECONDS", default=30.0)
 # How often one process renews the leases and looks for cancels of all the runs it streams.
 RUN_WATCH_INTERVAL = env.float("RUN_WATCH_INTERVAL", default=0.5)
+# A DELETE of a run answers once the run's end is stored, waiting at most this long for it (then 202).
+RUN_CANCEL_WAIT_SECONDS = env.float("RUN_CANCEL_WAIT_SECONDS", default=10.0)
 # Usage counters (token budgets' days, projects/limits.py) older than this are pruned by the watcher.
 USAGE_RETENTION_DAYS = env.int("USAGE_RETENTION_DAYS", default=90)
 if USAGE_RETENTION_DAYS < 1:

@@ -194,6 +194,19 @@ def test_cancel_mid_stream_stops_reading_and_cancels_the_run_on_the_server(clien
     assert assistant and assistant[-1].is_cancelled is True
 
 
+@pytest.mark.parametrize("resume", [False, True], ids=["stream-cancels", "run-continues"])
+def test_the_next_message_right_after_a_cancel_follows_the_cancelled_run(client, resume):
+    # The cancel answers once the run's end is stored: the next run names the cancelled one as the
+    # thread's last completed run, read from the server, with no waiting in between.
+    stream = client.run("!slow please", resume=resume)
+    for event, _ in stream:
+        if event.type == EventType.TEXT_MESSAGE_CONTENT:
+            stream.cancel()
+    thread = client.threads.retrieve(stream.thread_id)
+    assert thread.run_status == "idle" and thread.last_completed_run_id == stream.run_id
+    assert client.run("next", thread_id=stream.thread_id).text().startswith("(offline model) You said: next")
+
+
 def test_cancel_from_another_thread_interrupts_a_blocked_read(client):
     stream = client.run("!slow again")
     first = next(stream)
