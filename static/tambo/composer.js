@@ -47,15 +47,32 @@ export function chatPanel(root, { controller, emptyText, onRetry, onComponentSta
     frame = 0;
     const { view, busy } = latest;
     renderView(list, view, {
-      onRetry: view.error?.retryable === false ? null : onRetry, onComponentState, emptyText, busy,
+      onRetry: view.error?.retryable === false ? null : retry, onComponentState, emptyText, busy,
       onSuggestion: onSuggestion ? (text) => submit(text) : null,
     });
   };
   // The view is mutated in place by the controllers, so drawing its latest state once per frame
   // loses nothing; a 20,000-character answer then costs one Markdown render per frame, not per delta.
   // The status line and buttons are cheap and change at once, so no state goes unseen.
+  // A refused send gives its text back to the box (threads.js `refusedSend`); its Retry sends it
+  // again, so the box lets it go then.
+  const retry = () => {
+    const draft = latest?.view.error?.refused?.text;
+    if (draft !== undefined && input.value === draft) {
+      input.value = "";
+      growToFit(input);
+    }
+    onRetry();
+  };
   const draw = (view, busy) => {
     latest = { view, busy };
+    if (view.draft) {
+      if (!input.value.trim()) {
+        input.value = view.draft;
+        growToFit(input);
+      }
+      view.draft = null;
+    }
     if (state.dataset.state !== view.status) {
       state.dataset.state = view.status;
       state.textContent = statusLabel(view.status);
