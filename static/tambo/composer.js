@@ -4,7 +4,7 @@
 // animation frame however fast events arrive.
 
 import { attachmentTray } from "./attachments.js";
-import { renderView, statusLabel } from "./render.js";
+import { followAnswer, renderView, statusLabel } from "./render.js";
 import { voiceButton } from "./voice.js";
 
 const $ = (selector, root) => root.querySelector(selector);
@@ -93,6 +93,7 @@ export function chatPanel(root, { controller, emptyText, onRetry, onComponentSta
       growToFit(input);
     }
     input.focus();
+    followAnswer(list);
     await controller().send(text, attachments);
     // Back to the box once the answer is in, unless the person went elsewhere meanwhile.
     if (!root.hidden && (document.activeElement === document.body || root.contains(document.activeElement))) {
