@@ -1,7 +1,6 @@
 """The context budget (docs/models.md): what of a thread's history fits a project's `maxInputTokens`.
 
-No tokenizer is downloaded at run time (tiktoken fetches its tables): a message's size is estimated
-as its characters over CHARS_PER_TOKEN plus a fixed overhead, and the estimate is calibrated per model
+No tokenizer is downloaded at run time: a message's size is estimated by providers/estimate.py, and the estimate is calibrated per model
 by the prompt tokens each provider reports (`calibrate`), so a model whose tokens are shorter than
 the default gets a larger estimate after its first call.
 
@@ -11,13 +10,11 @@ starts at a user message (with the context messages right before it). Nothing st
 """
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from providers.base import ModelError
+from providers.estimate import CHARS_PER_TOKEN, MESSAGE_OVERHEAD, message_tokens  # noqa: F401 - the one estimate
 
-CHARS_PER_TOKEN = 4.0
-MESSAGE_OVERHEAD = 4  # tokens of role and framing per message
 # The bounded history read loads this many characters per budget token (content as stored is
 # wordier than what reaches the model), so trimming, not the read, decides what is left out.
 READ_CHARS_PER_TOKEN = 8
@@ -32,17 +29,6 @@ class ContextTooLarge(ModelError):
                          retryable=False)
         self.needed = needed
         self.budget = budget
-
-
-def message_tokens(message: dict[str, Any], factor: float = 1.0) -> int:
-    size = 0
-    for key in ("content", "tool_calls"):
-        value = message.get(key)
-        if isinstance(value, str):
-            size += len(value)
-        elif value:
-            size += len(json.dumps(value, ensure_ascii=False))
-    return int(size / CHARS_PER_TOKEN * factor) + MESSAGE_OVERHEAD
 
 
 def estimate(messages: list[dict[str, Any]], label: str | None = None) -> int:
