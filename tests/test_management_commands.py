@@ -78,3 +78,21 @@ def test_a_middleware_list_without_the_security_middleware_still_warns():
         ids = {message.id for message in run_checks(include_deployment_checks=True)}
     assert {"tambo.W001", "tambo.W003"} <= ids and "tambo.W002" not in ids
     assert "tambo.W001" not in {message.id for message in run_checks(include_deployment_checks=True)}
+
+
+@pytest.mark.django_db
+def test_the_start_banner_names_the_model_its_provider_and_whether_voice_is_on(capsys, settings):
+    from django.core.management import call_command
+
+    from projects.config import ProjectSettings, TranscriptionSpec, project_settings_save
+    from projects.models import Project
+
+    call_command("bootstrap_demo")
+    out = capsys.readouterr().out
+    assert "Model:      offline via offline" in out
+    assert "Voice:      off: no transcription model" in out
+
+    project_settings_save(Project.objects.get(name=settings.WEB_PROJECT_NAME),
+                          ProjectSettings(transcription=TranscriptionSpec(model="whisper-1", api_key="sk-x")))
+    call_command("bootstrap_demo")
+    assert "Voice:      on (whisper-1)" in capsys.readouterr().out
