@@ -12,6 +12,8 @@ handler400 = "tambo_project.views.bad_request"
 
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
+    # Browsers ask for /favicon.ico on pages that name no icon (the admin's): the page's icon.
+    path("favicon.ico", views.favicon, name="favicon"),
     path("metrics", metrics_view, name="metrics"),
     path("admin/", admin.site.urls),
     # JSON whatever the Accept header says (the plain view would answer YAML).

@@ -1,5 +1,7 @@
 from django.db import connection
 from django.http import JsonResponse
+from django.shortcuts import redirect
+from django.templatetags.static import static
 from django.views import csrf, defaults
 
 from tambo_project.middleware import django_error_answer
@@ -14,6 +16,10 @@ def healthz(request):
     except Exception:  # noqa: BLE001 - any database failure means unhealthy
         return JsonResponse({"status": "unhealthy", "database": "unreachable"}, status=503)
     return JsonResponse({"status": "ok", "database": connection.vendor})
+
+
+def favicon(request):
+    return redirect(static("tambo/favicon.svg"))
 
 
 def bad_request(request, exception=None):
