@@ -1,5 +1,6 @@
 """No page of ours needs the internet: the chat page, the admin and the API reference (/v1/docs)
-request nothing outside this server, and nothing they request is missing (a favicon included)."""
+request nothing outside this server, and nothing they request is missing (a favicon included);
+a thread the page cannot open says it may be another user's."""
 from __future__ import annotations
 
 import pytest
@@ -46,3 +47,18 @@ def test_the_chat_page_the_admin_and_the_api_reference_request_nothing_outside(o
     assert outside == []
     assert failed == []
     assert favicon_of(page) == 200
+
+
+def test_a_thread_of_another_user_says_it_may_belong_to_another_user(chat, settings):
+    from projects.models import Project
+    from threads import services
+
+    project, _ = Project.objects.get_or_create(name=settings.WEB_PROJECT_NAME)
+    cli_thread = services.thread_create(project=project, user_key="cli-user", name="From the CLI")
+    chat.goto(f"/?thread={cli_thread.id}")
+    chat.wait_for_selector("body[data-ready=true]")
+    notice = chat.locator("#panel-threads .msg-notice")
+    from playwright.sync_api import expect
+
+    expect(notice).to_contain_text("belongs to another user")
+    expect(notice).to_contain_text("userKey")
