@@ -266,7 +266,7 @@ def test_the_readme_example_runs_as_written(live_server_url, api_key, capsys, mo
     readme = (Path(__file__).resolve().parents[2] / "clientsdk" / "README.md").read_text()
     code = re.search(r"```python\n(.*?)```", readme, re.S).group(1)
     # The example reads the server and the key from the environment, as the top README's does.
-    monkeypatch.setenv("TAMBO_URL", live_server_url)
+    monkeypatch.setenv("TAMBO_BASE_URL", live_server_url)
     monkeypatch.setenv("TAMBO_API_KEY", api_key)
     exec(compile(code, "README.md", "exec"), {"__name__": "readme_example"})
     out = capsys.readouterr().out
