@@ -1,8 +1,9 @@
 """The context budget (docs/models.md): what of a thread's history fits a project's `maxInputTokens`.
 
-No tokenizer is downloaded at run time: a message's size is estimated by providers/estimate.py, and the estimate is calibrated per model
-by the prompt tokens each provider reports (`calibrate`), so a model whose tokens are shorter than
-the default gets a larger estimate after its first call.
+No tokenizer is downloaded at run time: a message's size is estimated by providers/estimate.py (the
+one estimate, which the offline model reports as its usage too), and the estimate is calibrated per
+model by the prompt tokens each provider reports (`calibrate`), so a model whose tokens are shorter
+than the default gets a larger estimate after its first call.
 
 `fit` trims the model's input, oldest turns first: the system prompt and the current turn are
 always kept, and a turn is kept or dropped whole, so a tool call never loses its result. A turn
