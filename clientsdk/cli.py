@@ -13,7 +13,6 @@ import json
 import os
 import random
 import sys
-import time
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -139,10 +138,11 @@ def chat(client: Client, *, thread_id: str | None, inp: TextIO, out: TextIO, att
                     printer.line(f"[thread] {thread_id} (resume it with --thread-id {thread_id})")
                 printer.event(event, snapshot)
         except KeyboardInterrupt:
+            # The server answers the cancel once the partial answer and the run's end are stored, so
+            # the next message follows the cancelled run at once (docs/protocol.md#the-event-stream).
             stream.cancel()
             printer.line("[cancelled] the answer was stopped; the conversation goes on")
             thread_id = stream.thread_id or thread_id
-            _wait_until_idle(client, thread_id)
             continue
         except MaxStepsExceeded as exc:
             printer.line(f"[stopped] {exc}")
@@ -157,21 +157,6 @@ def _goodbye(printer: _Printer, thread_id: str | None) -> int:
     if thread_id:
         printer.line(f"[thread] {thread_id}")
     return 0
-
-
-def _wait_until_idle(client: Client, thread_id: str | None, timeout: float = 10.0) -> None:
-    """The server stores the cancelled run's partial answer and frees the thread a moment after the
-    cancel; a message sent before that would be refused with 409, so the prompt waits for it."""
-    if not thread_id:
-        return
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if client.threads.retrieve(thread_id).run_status == "idle":
-                return
-        except APIError:
-            return
-        time.sleep(0.1)
 
 
 def main(argv: list[str] | None = None) -> int:

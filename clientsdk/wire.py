@@ -152,7 +152,9 @@ class MessagePage(WireModel):
 
 class CancelResult(WireModel):
     run_id: str
-    status: Literal["cancelled"]
+    # "cancelled": the run's end and its partial message are stored; "cancelling" (HTTP 202): the
+    # cancel is recorded but the run had not ended within the server's wait (docs/protocol.md#the-event-stream).
+    status: Literal["cancelled", "cancelling"]
 
 
 class ComponentStateResult(WireModel):

@@ -25,6 +25,7 @@ from typing import Any, AsyncIterator
 from core.ids import new_id
 from providers.base import (APP_CONTEXT_LABEL, Completion, Delta, ModelError, ModelRequest, ModelTool, StepEnd,
                             TextDelta, ToolCallDelta)
+from providers.estimate import prompt_tokens, text_tokens
 from providers.offline_tasks import task_answer
 
 SLOW_WORDS = 200
@@ -48,7 +49,7 @@ class OfflineProvider:
         conversation = conversation or [{"role": "user", "content": ""}]
         last = conversation[-1]
         if last.get("role") == "tool":
-            async for delta in self._text(_tool_report(conversation), self.delay):
+            async for delta in self._text(request, _tool_report(conversation), self.delay):
                 yield delta
             return
         text = _text_of(last)
@@ -58,7 +59,7 @@ class OfflineProvider:
                              retryable=True, status=500)
         if text.lstrip().startswith("!slow"):
             words = " ".join(f"word{i}" for i in range(SLOW_WORDS))
-            async for delta in self._text(f"(offline model) A slow answer: {words}.", self.slow_delay, size=6):
+            async for delta in self._text(request, f"(offline model) A slow answer: {words}.", self.slow_delay, size=6):
                 yield delta
             return
         bench = re.match(r"\s*!stream\s+(\d+)", text)
@@ -81,14 +82,14 @@ class OfflineProvider:
                                         name=tool.name if n == 0 else None, arguments=piece)
             yield StepEnd("tool_calls", _usage(request, 10))
             return
-        async for delta in self._text(_echo(text, request.tools, _attachments(last)), self.delay):
+        async for delta in self._text(request, _echo(text, request.tools, _attachments(last)), self.delay):
             yield delta
 
     async def complete(self, request: ModelRequest) -> Completion:
         """A task's answer by the rules of providers/offline_tasks.py; else the streamed text, whole."""
         answer = task_answer(request.task) if request.task is not None else None
         if answer is not None:
-            return Completion(text=answer, usage=_usage(request, len(answer) // 4 + 1))
+            return Completion(text=answer, usage=_usage(request, text_tokens(answer)))
         parts, end = [], StepEnd("stop")
         async for delta in self.stream(ModelRequest(messages=request.messages, model=request.model)):
             if isinstance(delta, TextDelta):
@@ -97,17 +98,19 @@ class OfflineProvider:
                 end = delta
         return Completion(text="".join(parts), finish_reason=end.finish_reason, usage=end.usage)
 
-    async def _text(self, text: str, delay: float, size: int = 12) -> AsyncIterator[Delta]:
+    async def _text(self, request: ModelRequest, text: str, delay: float, size: int = 12) -> AsyncIterator[Delta]:
         for i in range(0, len(text), size):
             if delay:
                 await asyncio.sleep(delay)
             yield TextDelta(text[i:i + size])
-        yield StepEnd("stop", {"prompt_tokens": 0, "completion_tokens": len(text) // 4 + 1,
-                               "total_tokens": len(text) // 4 + 1})
+        yield StepEnd("stop", _usage(request, text_tokens(text)))
 
 
 def _usage(request: ModelRequest, completion: int) -> dict[str, int]:
-    return {"prompt_tokens": 0, "completion_tokens": completion, "total_tokens": completion}
+    # No tokenizer: the prompt is estimated as the context budget estimates it (providers/estimate.py),
+    # so usage pages and budgets count the offline model's runs too.
+    prompt = prompt_tokens(request.messages)
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
 def _text_of(message: dict[str, Any]) -> str:

@@ -3,32 +3,17 @@
 The vendor's own count is used whenever it reported one. A call that reported none is charged an
 estimate instead, never nothing: a stream the client left (cancel, disconnect), one the vendor cut or
 that timed out or was stopped by a shutdown, and every call of a vendor that ignores `include_usage`.
-No tokenizer is downloaded at run time: a message's size is its characters over CHARS_PER_TOKEN plus
-MESSAGE_OVERHEAD tokens of framing (the context budget's estimate, runs/context_budget.py, uses the same
-numbers); the output is the characters received (text, reasoning, tool names and arguments) over
-CHARS_PER_TOKEN. An estimated usage carries `"estimated": True`.
+No tokenizer is downloaded at run time: the input is the one estimate of providers/estimate.py (a message's
+characters over CHARS_PER_TOKEN plus MESSAGE_OVERHEAD tokens of framing, as the context budget counts it);
+the output is the characters received (text, reasoning, tool names and arguments) over CHARS_PER_TOKEN.
+An estimated usage carries `"estimated": True`.
 """
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from providers.base import Delta, ReasoningDelta, StepEnd, TextDelta, ToolCallDelta
-
-CHARS_PER_TOKEN = 4.0
-MESSAGE_OVERHEAD = 4  # tokens of role and framing per message
-
-
-def message_tokens(message: dict[str, Any], factor: float = 1.0) -> int:
-    """The estimated tokens of one OpenAI-shaped chat message (`factor`: a model's calibration)."""
-    size = 0
-    for key in ("content", "tool_calls"):
-        value = message.get(key)
-        if isinstance(value, str):
-            size += len(value)
-        elif value:
-            size += len(json.dumps(value, ensure_ascii=False))
-    return int(size / CHARS_PER_TOKEN * factor) + MESSAGE_OVERHEAD
+from providers.estimate import chars_tokens, prompt_tokens
 
 
 class CallTally:
@@ -62,8 +47,8 @@ class CallTally:
     def usage(self) -> dict[str, Any]:
         if self.reported:
             return self.reported
-        prompt = sum(message_tokens(m) for m in self._messages)
-        completion = int(self.output_chars / CHARS_PER_TOKEN + 0.5) if self.output_chars else 0
+        prompt = prompt_tokens(self._messages)
+        completion = chars_tokens(self.output_chars)
         return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
                 "estimated": True}
 

@@ -1,9 +1,9 @@
 """The context budget (docs/models.md): what of a thread's history fits a project's `maxInputTokens`.
 
-No tokenizer is downloaded at run time (tiktoken fetches its tables): a message's size is estimated
-as its characters over CHARS_PER_TOKEN plus a fixed overhead, and the estimate is calibrated per model
-by the prompt tokens each provider reports (`calibrate`), so a model whose tokens are shorter than
-the default gets a larger estimate after its first call.
+No tokenizer is downloaded at run time: a message's size is estimated by providers/estimate.py (the
+one estimate, which the offline model reports as its usage too), and the estimate is calibrated per
+model by the prompt tokens each provider reports (`calibrate`), so a model whose tokens are shorter
+than the default gets a larger estimate after its first call.
 
 `fit` trims the model's input, oldest turns first: the system prompt and the current turn are
 always kept, and a turn is kept or dropped whole, so a tool call never loses its result. A turn
@@ -14,8 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from providers.base import ModelError
-# One estimate of a message's tokens, shared with the usage of a call whose vendor reported none.
-from providers.usage_estimate import message_tokens
+from providers.estimate import CHARS_PER_TOKEN, MESSAGE_OVERHEAD, message_tokens  # noqa: F401 - the one estimate
 
 # The bounded history read loads this many characters per budget token (content as stored is
 # wordier than what reaches the model), so trimming, not the read, decides what is left out.

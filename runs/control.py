@@ -29,7 +29,7 @@ from django.db import close_old_connections, connections
 
 from core.db import db_call, log_db_failure
 from projects.limits import counters_prune
-from runs.lock import lock_renew
+from runs.lock import lock_held_by, lock_renew
 from runs.models import Run
 from runs.recovery.leases import checkpoint_write, expired_lease_sweep
 from runs.stream.event_log import event_log_cleanup
@@ -45,6 +45,7 @@ _YIELD_EVERY = 16
 CHECKPOINT_INTERVAL = 1.0  # seconds: the in-progress text of a run is checkpointed at most this often
 # The cancel reason of the runs a shutting-down process ends: they fail retryably instead of cancelling.
 SHUTDOWN_REASON = "shutdown"
+CANCEL_POLL = 0.05  # seconds between the reads of a cancelled run's lock while its DELETE waits for its end
 
 
 class RunCancelled(Exception):
@@ -71,6 +72,8 @@ class RunControl:
         self.step = None
         self.checkpointed: tuple[str, int] | None = None  # (message id, text length) last written
         self.checkpointed_at = 0.0
+        # Set once the run's task is over: everything it stores (the partial message, its end) stored.
+        self.ended = asyncio.Event()
 
     def checkpoint_due(self, now: float) -> tuple[str, str] | None:
         """(message id, text) when the step's text changed and the last checkpoint is old enough."""
@@ -203,6 +206,28 @@ class Watcher:
     def cancel_local(self, run_id: str, reason: str) -> bool:
         control = self.controls.get(run_id)
         return control.cancel(reason) if control is not None else False
+
+    async def end_wait(self, *, thread_id: str, run_id: str, timeout: float) -> bool:
+        """After a cancel: waits until run `run_id` let the thread's lock go, its end and partial
+        message stored; True then, False when `timeout` seconds passed first.
+
+        A run streamed here is awaited through its control (no statement while it ends); whether it
+        or a run streamed by another process (whose watcher sees the flag within a tick) let the
+        lock go is then read from the database, one short statement every CANCEL_POLL seconds.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        control = self.controls.get(run_id)
+        if control is not None:
+            try:
+                await asyncio.wait_for(control.ended.wait(), timeout)
+            except asyncio.TimeoutError:
+                return False
+        while await db_call(lock_held_by, thread_id=thread_id, run_id=run_id):
+            if loop.time() >= deadline:
+                return False
+            await asyncio.sleep(CANCEL_POLL)
+        return True
 
     def drain(self) -> int:
         """Ends every run this process streams as the process shuts down (a retryable RUN_ERROR, see

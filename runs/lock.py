@@ -147,6 +147,11 @@ def lock_release(*, thread_id: str, run_id: str, run_status: str, thread_fields:
     return released
 
 
+def lock_held_by(*, thread_id: str, run_id: str) -> bool:
+    """Whether `run_id` still holds the thread's lock: False once its end is stored (one statement)."""
+    return Thread.objects.filter(pk=thread_id, current_run_id=run_id).exclude(run_status=RunStatus.IDLE).exists()
+
+
 def lock_request_cancel(*, thread_id: str, run_id: str) -> bool:
     """Flags the active run for cancellation; the process streaming it sees the flag (runs/control.py).
 

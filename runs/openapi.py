@@ -107,8 +107,12 @@ def run_paths(components: dict[str, Any]) -> dict[str, Any]:
             ],
             "security": SECURITY,
             "responses": {
-                "200": {"description": "The run was flagged for cancellation; its stream ends with "
+                "200": {"description": "The run was cancelled: its partial message and its end are stored, "
+                                       "so every read after this answer sees them; its stream ends with "
                                        "`RUN_ERROR {code: \"CANCELLED\"}`.",
+                        "content": {"application/json": {"schema": cancel_ref}}},
+                "202": {"description": "The cancel is recorded but the run had not ended within "
+                                       "`RUN_CANCEL_WAIT_SECONDS` (status `cancelling`).",
                         "content": {"application/json": {"schema": cancel_ref}}},
                 "400": problem("400"),
                 "401": problem("401"),

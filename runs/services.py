@@ -18,7 +18,7 @@ from projects.auth import Principal
 from projects.models_config import model_chain_for
 from providers.chain import ModelChain
 from projects.config import project_settings
-from providers.usage_estimate import message_tokens
+from providers.estimate import message_tokens
 from runs.context_budget import check_new_message, run_budget
 from runs.lock import lock_release, lock_request_cancel, lock_take, lock_take_created
 from runs.models import Run

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
@@ -143,6 +144,7 @@ async def _produce(events, feed: Feed, control: RunControl, reading: asyncio.Eve
     finally:
         feed.end()
         watcher.unregister(control)
+        control.ended.set()
 
 
 async def _write(feed: Feed, producer: asyncio.Task, control: RunControl, reading: asyncio.Event,
@@ -172,4 +174,8 @@ async def cancel_run(request: HttpRequest, thread_id: str, run_id: str) -> HttpR
         return response_for(problem, request.path)
     # If this process streams the run, stop it now; otherwise its own watcher sees the flag.
     watcher.cancel_local(run_id, "cancelled")
-    return JsonResponse(wire.CancelResult(run_id=run_id, status="cancelled").wire())
+    # The answer comes once the run's end and partial message are stored, so every read after it sees
+    # them (docs/protocol.md#the-event-stream); a run that takes longer to end is still cancelling (202).
+    ended = await watcher.end_wait(thread_id=thread_id, run_id=run_id, timeout=settings.RUN_CANCEL_WAIT_SECONDS)
+    result = wire.CancelResult(run_id=run_id, status="cancelled" if ended else "cancelling")
+    return JsonResponse(result.wire(), status=200 if ended else 202)

@@ -30,6 +30,11 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tambo_project.settings")
     # The installed server serves collected static files (compressed, with hashed names); see settings.
     os.environ.setdefault("STATIC_COLLECTED", "true")
+    problem = settings_problem()
+    if problem is not None and argv[:1] not in ([], ["help"], ["--help"], ["-h"]):
+        # One line and exit 2, not a traceback: the settings refuse what the environment says.
+        print(f"tambo-server: error: {problem}", file=sys.stderr)
+        sys.exit(2)
     if argv[:1] == ["serve"]:
         sys.exit(serve(argv[1:]))
     from django.core.management import execute_from_command_line
@@ -37,6 +42,18 @@ def main(argv: list[str] | None = None) -> None:
     execute_from_command_line(["tambo-server", *argv])
     if not argv or argv[0] in ("help", "--help", "-h"):
         print(f"\n[tambo-server]\n    serve    {SERVE_HELP}")
+
+
+def settings_problem() -> str | None:
+    """What the settings refuse in this environment (a missing SECRET_KEY, a bad value), or None."""
+    from django.conf import settings
+    from django.core.exceptions import ImproperlyConfigured
+
+    try:
+        settings.INSTALLED_APPS  # noqa: B018 - loads the settings, which check the environment
+    except ImproperlyConfigured as exc:
+        return str(exc)
+    return None
 
 
 def serve_parser() -> argparse.ArgumentParser:
@@ -92,9 +109,9 @@ def _serve(args: argparse.Namespace) -> int:
 
     django.setup()  # reads .env too, so SECRET_KEY may come from there
     if not os.environ.get("SECRET_KEY") and not settings.DEBUG:
-        print("error: SECRET_KEY is not set. Set it to a long random value (for instance the output of\n"
-              "  python -c 'import secrets; print(secrets.token_urlsafe(50))')\n"
-              "or set DEBUG=true for a development server.", file=sys.stderr)
+        print("tambo-server: error: SECRET_KEY is not set: set it to a long random value (python -c "
+              "'import secrets; print(secrets.token_urlsafe(50))'), or DEBUG=true for a development server.",
+              file=sys.stderr)
         return 2
     if args.workers > 1 and settings.DATABASES["default"]["ENGINE"].endswith("sqlite3"):
         print("error: --workers/WORKERS above 1 needs PostgreSQL (DATABASE_URL): the processes share "

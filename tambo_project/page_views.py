@@ -9,15 +9,19 @@ from django.shortcuts import render
 from django.views.decorators.csrf import ensure_csrf_cookie
 
 from projects.auth import principal_for_user
-from projects.voice import transcription_available
+from projects.voice import UNAVAILABLE_DETAIL, transcription_available
+
+# The microphone's tooltip when the project has no transcription model: how to add one.
+VOICE_HELP = "Voice input is off. " + UNAVAILABLE_DETAIL
 
 
 @login_required
 @ensure_csrf_cookie
 def chat_page(request):
-    # The microphone shows only when the user's project can transcribe (docs/images-and-voice.md).
+    # Without a transcription model the microphone says how to add one (docs/images-and-voice.md).
     voice = transcription_available(principal_for_user(request.user).project)
-    return render(request, "tambo/chat.html", {"username": request.user.get_username(), "voice": voice})
+    return render(request, "tambo/chat.html", {"username": request.user.get_username(), "voice": voice,
+                                               "voice_help": VOICE_HELP})
 
 
 login_view = auth_views.LoginView.as_view(

@@ -14,6 +14,8 @@ handler404 = "tambo_project.views.not_found"
 
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
+    # Browsers ask for /favicon.ico on pages that name no icon (the admin's): the page's icon.
+    path("favicon.ico", views.favicon, name="favicon"),
     path("metrics", metrics_view, name="metrics"),
     path("admin/", admin.site.urls),
     # JSON whatever the Accept header says (the plain view would answer YAML).

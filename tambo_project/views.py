@@ -1,6 +1,8 @@
 from django.conf import settings
 from django.db import connection
 from django.http import JsonResponse
+from django.shortcuts import redirect
+from django.templatetags.static import static
 from django.views import csrf, defaults
 
 from core.error_shapes import error_answer
@@ -20,6 +22,10 @@ def healthz(request):
         return JsonResponse({"status": "unhealthy", "database": "unreachable"}, status=503,
                             headers={"Retry-After": str(settings.DB_RETRY_AFTER)})
     return JsonResponse({"status": "ok", "database": connection.vendor})
+
+
+def favicon(request):
+    return redirect(static("tambo/favicon.svg"))
 
 
 def bad_request(request, exception=None):

@@ -5,12 +5,19 @@ A thread's page reads as the conversation (threads/conversation.py, drawn by
 templates/admin/threads/thread/change_form.html); the facts of each run (model, tokens, times) are
 added by runs/admin.py, because runs build on threads and not the other way round.
 """
+import base64
+import binascii
 import json
 
 from django.contrib import admin
+from django.contrib.admin.utils import quote
+from django.http import Http404, HttpResponse
+from django.urls import path, reverse
 from django.utils.html import format_html
+from django.utils.http import content_disposition_header
+from django.utils.safestring import mark_safe
 
-from threads.conversation import conversation_build, message_preview
+from threads.conversation import content_without_blobs, conversation_build, message_preview, resource_item
 from threads.models import Message, Suggestion, Thread
 from threads.presenters import message_content
 
@@ -50,7 +57,8 @@ class MessageInline(ReadOnly, admin.TabularInline):
 @admin.register(Thread)
 class ThreadAdmin(ReadOnly, admin.ModelAdmin):
     # `external_id`: the AG-UI client's own thread id (POST /v1/agui), empty for /v1 threads.
-    list_display = ("id", "name", "project", "user_key", "external_id", "run_status", "updated_at")
+    # external_id (the AG-UI client's thread id) is on the thread's page: the list fits 1280 px.
+    list_display = ("id", "name", "project", "user_key", "run_status", "updated_at")
     list_filter = ("run_status", "project")
     search_fields = ("id", "user_key", "name", "external_id")
     readonly_fields = ("id", "external_id", "agui_state", "run_status", "current_run_id", "lease_expires_at",
@@ -67,8 +75,14 @@ class ThreadAdmin(ReadOnly, admin.ModelAdmin):
         if thread is not None:
             messages = thread.messages.order_by("created_at", "id")
             extra_context = {**(extra_context or {}), "page_url": f"/?thread={thread.id}",
-                             "conversation": conversation_build(messages, self.conversation_runs(thread))}
+                             "conversation": conversation_build(messages, self.conversation_runs(thread),
+                                                                part_url=part_url)}
         return super().change_view(request, object_id, form_url, extra_context)
+
+
+def part_url(message_id: str, index: int) -> str:
+    """The staff-only address of a message's stored file (MessageAdmin `part_view`)."""
+    return reverse("admin:threads_message_part", args=[quote(message_id), index])
 
 
 class SuggestionInline(ReadOnly, admin.TabularInline):
@@ -84,7 +98,8 @@ class SuggestionInline(ReadOnly, admin.TabularInline):
 
 @admin.register(Message)
 class MessageAdmin(ReadOnly, admin.ModelAdmin):
-    list_display = ("id", "thread", "role", "preview", "is_cancelled", "created_at")
+    # The cancelled flag and the thread are on the message's page: the list fits 1280 px.
+    list_display = ("id", "role", "preview", "created_at")
     list_filter = ("role", "is_cancelled")
     # `content` searches the message's JSON as text, so the words of a message find it.
     search_fields = ("id", "thread__id", "tool_call_id", "external_id", "content")
@@ -102,7 +117,46 @@ class MessageAdmin(ReadOnly, admin.ModelAdmin):
 
     @admin.display(description="content")
     def readable_content(self, obj):
-        return pretty_json(message_content(obj))  # components with their current state
+        # Components with their current state; a file's blob as its size, the file itself above it.
+        files = [resource_item(block, index, lambda i: part_url(obj.id, i))
+                 for index, block in enumerate(obj.content or []) if block.get("type") == "resource"]
+        links = mark_safe("".join(  # noqa: S308 - each piece is format_html's, escaped
+            format_html('<a href="{}"><img class="tambo-thumb" src="{}" alt="{}" loading="lazy" '
+                        'style="max-width:160px;max-height:120px"></a> ', f["url"], f["url"], f["name"])
+            if f["is_image"] else format_html('<a class="tambo-file" href="{}">{}</a> ', f["url"], f["name"])
+            for f in files if f["url"]))
+        return links + pretty_json(content_without_blobs(message_content(obj)))
+
+    def get_urls(self):
+        part = path("<path:object_id>/part/<int:index>/", self.admin_site.admin_view(self.part_view),
+                    name="threads_message_part")
+        return [part, *super().get_urls()]
+
+    def part_view(self, request, object_id: str, index: int) -> HttpResponse:
+        """A message's stored file (an image, a PDF, a text file) as its bytes, for staff who may
+        view messages: the admin's pages link to it and never inline the blob."""
+        message = self.get_object(request, admin.utils.unquote(object_id))
+        if message is None or not self.has_view_permission(request, message):
+            raise Http404("No such message.")
+        blocks = message.content or []
+        block = blocks[index] if 0 <= index < len(blocks) else {}
+        resource = block.get("resource") if block.get("type") == "resource" else None
+        if not isinstance(resource, dict) or not isinstance(resource.get("blob"), str):
+            raise Http404("That part holds no stored file.")
+        try:
+            data = base64.b64decode(resource["blob"], validate=True)
+        except (binascii.Error, ValueError):
+            raise Http404("That part's file cannot be read.") from None
+        mime = str(resource.get("mimeType") or "application/octet-stream")
+        response = HttpResponse(data, content_type=mime)
+        # Only the types the API accepts are stored (docs/images-and-voice.md); still, the browser must
+        # take them for what they say they are, run nothing, and download anything but images and PDFs.
+        response["X-Content-Type-Options"] = "nosniff"
+        response["Content-Security-Policy"] = "sandbox; default-src 'none'; img-src 'self'; style-src 'unsafe-inline'"
+        response["Cache-Control"] = "private, max-age=3600"
+        inline = mime.startswith("image/") or mime == "application/pdf"
+        response["Content-Disposition"] = content_disposition_header(not inline, str(resource.get("name") or f"part-{index}"))
+        return response
 
     @admin.display(description="component state")
     def readable_component_state(self, obj):

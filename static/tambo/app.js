@@ -11,6 +11,8 @@ import { ThreadsChat } from "./threads.js";
 import { askPerson, mountDemoTable, storedValues } from "./tools.js";
 
 const $ = (selector, root = document) => root.querySelector(selector);
+const NOT_YOURS = "That thread is not one of yours: it was deleted, or it belongs to another user (a thread made " +
+  "with an API key, by the CLI or an app, belongs to the userKey it named, not to your login).";
 
 function main() {
   mountDemoTable($("#demo-table tbody"));
@@ -123,9 +125,10 @@ function main() {
       // After a reload during a run, the thread opens with that run still streaming in.
       if (!(resume && (await threads.resumeLiveRun(id)))) await threads.openThread(id);
     } catch (error) {
-      // A bookmarked thread that was deleted (or belongs to someone else) answers 404.
+      // A bookmarked thread that was deleted, or that belongs to another user, answers 404: the server
+      // does not tell which (a thread's existence is not shown to other users), so the notice names both.
       threads.newThread();
-      threads.view.notice = error.status === 404 ? "That thread does not exist any more." : `Could not open the thread: ${error.message}`;
+      threads.view.notice = error.status === 404 ? NOT_YOURS : `Could not open the thread: ${error.message}`;
       threads.changed();
     }
   }

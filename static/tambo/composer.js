@@ -4,7 +4,7 @@
 // animation frame however fast events arrive.
 
 import { attachmentTray } from "./attachments.js";
-import { renderView, statusLabel } from "./render.js";
+import { followAnswer, renderView, statusLabel } from "./render.js";
 import { voiceButton } from "./voice.js";
 
 const $ = (selector, root) => root.querySelector(selector);
@@ -47,15 +47,32 @@ export function chatPanel(root, { controller, emptyText, onRetry, onComponentSta
     frame = 0;
     const { view, busy } = latest;
     renderView(list, view, {
-      onRetry: view.error?.retryable === false ? null : onRetry, onComponentState, emptyText, busy,
+      onRetry: view.error?.retryable === false ? null : retry, onComponentState, emptyText, busy,
       onSuggestion: onSuggestion ? (text) => submit(text) : null,
     });
   };
   // The view is mutated in place by the controllers, so drawing its latest state once per frame
   // loses nothing; a 20,000-character answer then costs one Markdown render per frame, not per delta.
   // The status line and buttons are cheap and change at once, so no state goes unseen.
+  // A refused send gives its text back to the box (threads.js `refusedSend`); its Retry sends it
+  // again, so the box lets it go then.
+  const retry = () => {
+    const draft = latest?.view.error?.refused?.text;
+    if (draft !== undefined && input.value === draft) {
+      input.value = "";
+      growToFit(input);
+    }
+    onRetry();
+  };
   const draw = (view, busy) => {
     latest = { view, busy };
+    if (view.draft) {
+      if (!input.value.trim()) {
+        input.value = view.draft;
+        growToFit(input);
+      }
+      view.draft = null;
+    }
     if (state.dataset.state !== view.status) {
       state.dataset.state = view.status;
       state.textContent = statusLabel(view.status);
@@ -76,6 +93,7 @@ export function chatPanel(root, { controller, emptyText, onRetry, onComponentSta
       growToFit(input);
     }
     input.focus();
+    followAnswer(list);
     await controller().send(text, attachments);
     // Back to the box once the answer is in, unless the person went elsewhere meanwhile.
     if (!root.hidden && (document.activeElement === document.body || root.contains(document.activeElement))) {

@@ -65,14 +65,57 @@ export function renderView(list, view, handlers = {}) {
     wanted.push(el("li", "msg msg-empty", handlers.emptyText));
   }
   // Put the wanted nodes in order; anything else (old notices, errors) goes.
-  const stickToBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 80;
+  const follow = follower(list);
   [...list.children].forEach((child) => {
     if (!wanted.includes(child)) child.remove();
   });
   wanted.forEach((node, index) => {
     if (list.children[index] !== node) list.insertBefore(node, list.children[index] || null);
+    follow.watch(node);
   });
-  if (stickToBottom) list.scrollTop = list.scrollHeight;
+  follow.stick();
+}
+
+const NEAR_BOTTOM = 80; // px: this close to the bottom counts as being there
+
+// Following the answer: while the person is at the bottom of the list it stays there, whatever makes
+// it grow (a render that adds thousands of pixels at once, a component or image that lays out after
+// it was drawn: a ResizeObserver sees those), and it lets go once they scroll up. Whether they are
+// there is decided by their scrolling, not measured at each render: growth alone never moves
+// scrollTop, so only a scroll that goes up can let go, and one that reaches the bottom takes it again.
+function follower(list) {
+  if (list._follow) return list._follow;
+  const atBottom = () => list.scrollHeight - list.scrollTop - list.clientHeight < NEAR_BOTTOM;
+  const state = {
+    on: true,
+    last: list.scrollTop,
+    stick() {
+      if (state.on) list.scrollTop = list.scrollHeight;
+      state.last = list.scrollTop;
+    },
+    watch(node) {
+      if (observer && !node._followed) {
+        node._followed = true;
+        observer.observe(node);
+      }
+    },
+  };
+  const observer = typeof ResizeObserver === "undefined" ? null : new ResizeObserver(() => state.stick());
+  list.addEventListener("scroll", () => {
+    const top = list.scrollTop;
+    if (top < state.last - 1 && !atBottom()) state.on = false;
+    else if (atBottom()) state.on = true;
+    state.last = top;
+  }, { passive: true });
+  list._follow = state;
+  return state;
+}
+
+// The person sent something: show the bottom of the list and follow the answer again.
+export function followAnswer(list) {
+  const follow = follower(list);
+  follow.on = true;
+  follow.stick();
 }
 
 // "Assistant is typing" while a run is under way; kept as one node so its animation does not restart.

@@ -1,7 +1,8 @@
 // The threads tab: talks to the v1 API (threads, streaming runs, client tools, components).
 //
 // A turn: POST a run (new thread: /v1/threads/runs; else /v1/threads/{id}/runs with previousRunId =
-// the thread's lastCompletedRunId), fold its events into the view, and while the run pauses on
+// the thread's lastCompletedRunId as the server last said it: a Stop's DELETE answers once the
+// cancelled run is that run, and the thread is re-read after every turn), fold its events into the view, and while the run pauses on
 // `tambo.run.awaiting_input`, run the pending tools in the page and post their results as a
 // continuation. Stop sends DELETE for the run, then aborts the fetch.
 //
@@ -25,6 +26,7 @@ export class ThreadsChat {
     this.view = newView();
     this.active = null; // { abort, threadId, runId, stopping, deletion } while a turn runs
     this.lastInput = null; // what the last failed attempt sent, for Retry
+    this.sending = null; // { text, images, shown, nameAs } of the message a send is sending
     this.deferredStates = new Map(); // componentId → { block, previous } changed during a run
     this.idleWaiters = [];
     this.openTicket = 0;
@@ -111,20 +113,50 @@ export class ThreadsChat {
     this.view.error = null;
     this.view.notice = null;
     this.view.suggestions = null;
-    addUserMessage(this.view, trimmed, undefined, attachments.map((a) => a.image));
+    const images = attachments.map((a) => a.image);
+    const shown = addUserMessage(this.view, trimmed, undefined, images);
     // A thread without a name gets one from the server after its first answer.
     const nameAs = this.thread?.name || !trimmed ? null : trimmed;
     const content = [...(trimmed ? [{ type: "text", text: trimmed }] : []), ...attachments.map((a) => a.part)];
-    await this.turn({ role: "user", content }, nameAs);
+    this.sending = { text: trimmed, images, shown, nameAs };
+    try {
+      await this.turn({ role: "user", content }, nameAs);
+    } finally {
+      this.sending = null;
+    }
     return true;
   }
 
   async retry() {
     if (this.busy || !this.lastInput) return;
+    const refused = this.view.error?.refused;
     this.view.error = null;
     this.view.notice = null;
     this.view.suggestions = null;
-    await this.turn(this.lastInput);
+    if (!refused) {
+      await this.turn(this.lastInput);
+      return;
+    }
+    // The refused message was never stored: it shows again as it is sent again.
+    this.view.draft = null;
+    const shown = addUserMessage(this.view, refused.text, undefined, refused.images);
+    this.sending = { ...refused, shown };
+    try {
+      await this.turn(this.lastInput, refused.nameAs);
+    } finally {
+      this.sending = null;
+    }
+  }
+
+  // A send the server refused before any run started (400, 409, 429, …) stored nothing: the message
+  // leaves the transcript, its text goes back to the box (`view.draft`), and the error offers Retry.
+  refusedSend(error) {
+    const sending = this.sending;
+    this.view.messages = this.view.messages.filter((m) => m !== sending.shown);
+    this.view.draft = sending.text;
+    this.view.status = "error";
+    this.view.error = { message: `Not sent: ${error.message}`, code: error.code || `HTTP_${error.status}`,
+      retryable: true, refused: { text: sending.text, images: sending.images, nameAs: sending.nameAs } };
   }
 
   async stop() {
@@ -227,6 +259,8 @@ export class ThreadsChat {
     } catch (error) {
       if (isAbort(error) || this.active.stopping) {
         endRun(this.view, "cancelled");
+      } else if (error.refused && this.sending) {
+        this.refusedSend(error);
       } else {
         console.error(error);
         endRun(this.view, "error", {
@@ -272,6 +306,15 @@ export class ThreadsChat {
     let response;
     try {
       response = await request("POST", path, { body, signal, accept: "text/event-stream" });
+    } catch (error) {
+      if (error instanceof ApiError) {
+        error.refused = true; // no run started: nothing of this message was stored
+        // The server says which run the next message must follow (INVALID_PREVIOUS_RUN carries it).
+        if (this.thread && error.body?.lastCompletedRunId) {
+          this.thread = { ...this.thread, lastCompletedRunId: error.body.lastCompletedRunId };
+        }
+      }
+      throw error;
     } finally {
       this.active.starting = false;
     }

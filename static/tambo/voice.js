@@ -1,17 +1,26 @@
 // The microphone button: records with MediaRecorder while pressed once, and on the second press sends
 // the recording to POST /audio/transcribe (the project's transcription model) and puts the text in
-// the composer for the person to read and send. Shown only when the server says the project has a
-// transcription model (the page's data-voice attribute) and the browser can record.
+// the composer for the person to read and send. Shown when the browser can record; without a
+// transcription model for the project (the page's data-voice attribute) it says how to add one.
 
 import { ApiError, csrfToken } from "./api.js";
 
 export function voiceButton(root, { input, onText, onNotice }) {
   const button = root.querySelector("[data-role=mic]");
   if (!button) return;
-  const available = document.body.dataset.voice === "true" && Boolean(navigator.mediaDevices?.getUserMedia)
-    && typeof MediaRecorder !== "undefined";
-  button.hidden = !available;
-  if (!available) return;
+  const canRecord = Boolean(navigator.mediaDevices?.getUserMedia) && typeof MediaRecorder !== "undefined";
+  button.hidden = !canRecord;
+  if (!canRecord) return;
+  if (document.body.dataset.voice !== "true") {
+    // Voice exists but this project has no transcription model: the button says how to turn it on
+    // (a tooltip, and the same text as a notice when pressed, for touch screens without hover).
+    const help = document.body.dataset.voiceHelp || "Voice input needs a transcription model.";
+    button.dataset.state = "unavailable";
+    button.title = help;
+    button.setAttribute("aria-label", `Speak (off): ${help}`);
+    button.addEventListener("click", () => onNotice(help));
+    return;
+  }
   let recorder = null;
   let chunks = [];
 

@@ -223,7 +223,7 @@ def test_the_url_names_the_open_thread_and_back_and_reload_follow_it(page_at, we
     # A bookmark of a thread that is gone says so and starts afresh.
     page.goto("/?thread=thr_doesnotexist")
     page.wait_for_selector("body[data-ready=true]")
-    expect(panel(page).locator(".msg-notice")).to_contain_text("does not exist")
+    expect(panel(page).locator(".msg-notice")).to_contain_text("it was deleted")
     assert page.errors == []
 
 

@@ -64,3 +64,12 @@ def test_the_microphone_fills_the_composer_with_the_transcription(recording_brow
         assert upload["contentType"].startswith("audio/webm") and upload["filename"] == "recording.webm"
         assert upload["data"][:4] == b"\x1a\x45\xdf\xa3"  # a WebM (EBML) file
         assert seen.api_key == "sk-page"
+
+
+def test_without_a_transcription_model_the_microphone_says_how_to_add_one(chat):
+    mic = panel(chat).locator("[data-role=mic]")
+    expect(mic).to_be_visible()
+    expect(mic).to_have_attribute("data-state", "unavailable")
+    assert "transcription model" in mic.get_attribute("title") and "apply_projects" in mic.get_attribute("title")
+    mic.click()
+    expect(panel(chat).locator(".msg-notice")).to_contain_text("Voice input is off")

@@ -194,6 +194,19 @@ def test_cancel_mid_stream_stops_reading_and_cancels_the_run_on_the_server(clien
     assert assistant and assistant[-1].is_cancelled is True
 
 
+@pytest.mark.parametrize("resume", [False, True], ids=["stream-cancels", "run-continues"])
+def test_the_next_message_right_after_a_cancel_follows_the_cancelled_run(client, resume):
+    # The cancel answers once the run's end is stored: the next run names the cancelled one as the
+    # thread's last completed run, read from the server, with no waiting in between.
+    stream = client.run("!slow please", resume=resume)
+    for event, _ in stream:
+        if event.type == EventType.TEXT_MESSAGE_CONTENT:
+            stream.cancel()
+    thread = client.threads.retrieve(stream.thread_id)
+    assert thread.run_status == "idle" and thread.last_completed_run_id == stream.run_id
+    assert client.run("next", thread_id=stream.thread_id).text().startswith("(offline model) You said: next")
+
+
 def test_cancel_from_another_thread_interrupts_a_blocked_read(client):
     stream = client.run("!slow again")
     first = next(stream)
@@ -253,7 +266,7 @@ def test_the_readme_example_runs_as_written(live_server_url, api_key, capsys, mo
     readme = (Path(__file__).resolve().parents[2] / "clientsdk" / "README.md").read_text()
     code = re.search(r"```python\n(.*?)```", readme, re.S).group(1)
     # The example reads the server and the key from the environment, as the top README's does.
-    monkeypatch.setenv("TAMBO_URL", live_server_url)
+    monkeypatch.setenv("TAMBO_BASE_URL", live_server_url)
     monkeypatch.setenv("TAMBO_API_KEY", api_key)
     exec(compile(code, "README.md", "exec"), {"__name__": "readme_example"})
     out = capsys.readouterr().out

@@ -74,7 +74,7 @@ def test_pip_install_clientsdk_brings_the_client_and_nothing_of_the_server(fresh
 
 def test_the_readme_python_example_runs_in_the_fresh_venv(fresh_venv, live_server_url, api_key):
     python, work = fresh_venv
-    done = run([str(python), "-c", readme_example()], cwd=work, TAMBO_URL=live_server_url, TAMBO_API_KEY=api_key)
+    done = run([str(python), "-c", readme_example()], cwd=work, TAMBO_BASE_URL=live_server_url, TAMBO_API_KEY=api_key)
     # The offline model calls the tool named in the message, then reports what it returned.
     assert done.stdout.strip() == 'Tool get_weather returned: {"city": "Paris", "forecast": ["sunny", "sunny"]}'
 

@@ -72,7 +72,7 @@ def test_the_readme_example_runs(live_server_url, api_key):
     [example] = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
 
     done = subprocess.run([sys.executable, "-c", example], cwd=ROOT, capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "TAMBO_URL": live_server_url, "TAMBO_API_KEY": api_key})
+                          env={**os.environ, "TAMBO_BASE_URL": live_server_url, "TAMBO_API_KEY": api_key})
 
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()

@@ -10,7 +10,9 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
+from projects.config import project_settings
 from projects.models import ApiKey, Project
+from projects.models_config import project_targets
 from tools.models import ProjectTool
 from tools.registry import builtin_names
 
@@ -42,6 +44,8 @@ class Command(BaseCommand):
         self.stdout.write(f"  Chat page:  {url}/")
         self.stdout.write(f"  Admin:      {url}/admin/")
         self.stdout.write(f"  API docs:   {url}/v1/docs")
+        for line in _model_lines(project):
+            self.stdout.write(line)
         for line in lines:
             self.stdout.write(line)
         if not login:
@@ -51,3 +55,17 @@ class Command(BaseCommand):
                               "`.venv/bin/python manage.py createapikey` makes another key, "
                               "`.venv/bin/python manage.py changepassword demo` a new demo password)")
         self.stdout.write("")
+
+
+def _model_lines(project) -> list[str]:
+    """Which model answers the page's project and through which provider, and whether voice is on."""
+    targets = project_targets(project)
+    first = targets[0]
+    fallbacks = f" (then {', '.join(t.label for t in targets[1:])})" if len(targets) > 1 else ""
+    model = f"  Model:      {first.model} via {first.provider}{fallbacks}"
+    if first.provider == "offline":
+        model += " (built in, no network: docs/models.md says how to configure a real one)"
+    transcription = project_settings(project).transcription
+    voice = (f"  Voice:      on ({transcription.model})" if transcription is not None else
+             "  Voice:      off: no transcription model (docs/images-and-voice.md#voice-post-audiotranscribe says how to add one)")
+    return [model, voice]

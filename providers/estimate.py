@@ -1,0 +1,42 @@
+"""Token counts estimated without a tokenizer (none is downloaded at run time: tiktoken fetches its
+tables): a message's characters over CHARS_PER_TOKEN plus MESSAGE_OVERHEAD tokens of role and framing.
+
+The one estimate: the context budget (runs/context_budget.py, which calibrates it per model against
+what providers report), the offline model's usage (providers/offline.py, which has no tokenizer
+and so reports this estimate as its prompt and completion tokens) and the usage charged for a call whose
+vendor reported none (providers/usage_estimate.py) all use it.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+CHARS_PER_TOKEN = 4.0
+MESSAGE_OVERHEAD = 4  # tokens of role and framing per message
+
+
+def message_tokens(message: dict[str, Any], factor: float = 1.0) -> int:
+    """One model message's estimated tokens (its content and tool calls), times `factor`."""
+    size = 0
+    for key in ("content", "tool_calls"):
+        value = message.get(key)
+        if isinstance(value, str):
+            size += len(value)
+        elif value:
+            size += len(json.dumps(value, ensure_ascii=False))
+    return int(size / CHARS_PER_TOKEN * factor) + MESSAGE_OVERHEAD
+
+
+def prompt_tokens(messages: list[dict[str, Any]]) -> int:
+    """The estimated input tokens of a request's messages."""
+    return sum(message_tokens(m) for m in messages)
+
+
+def chars_tokens(chars: int) -> int:
+    """The estimated tokens of `chars` characters of an answer (text, reasoning, tool arguments)."""
+    return int(chars / CHARS_PER_TOKEN + 0.5)
+
+
+def text_tokens(text: str) -> int:
+    """The estimated tokens of an answer's text (at least one)."""
+    return max(1, chars_tokens(len(text)))
