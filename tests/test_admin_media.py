@@ -61,8 +61,8 @@ def test_the_file_view_is_for_staff_only(client, django_user_model, thread):
     message = Message.objects.filter(thread=thread).order_by("created_at").first()
     url = admin_url(Message, "change", message.id).replace("/change/", "/part/1/")
     assert client.get(url).status_code == 302  # to the admin's login
-    django_user_model.objects.create_user("plain", password="pw-plain-1234")
-    client.login(username="plain", password="pw-plain-1234")
+    # force_login: the login form's throttling (django-axes) authenticates only with a request.
+    client.force_login(django_user_model.objects.create_user("plain", password="pw-plain-1234"))
     assert client.get(url).status_code == 302
 
 
