@@ -27,21 +27,27 @@ def manage(*args: str, **env: str) -> subprocess.CompletedProcess:
     return run([sys.executable, str(ROOT / "manage.py"), *args], **env)
 
 
+# Keys as strong as the settings ask (50 characters or more, not all alike: tambo_project/settings.py).
+FILE_KEY = "file-key-" + "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP"
+ENV_KEY = "env-key-" + "ZYXWVUTSRQPONMLKJIHGFEDCBAzyxwvutsrqponmlkjihgfedcba98"
+
+
 def test_manage_py_reads_the_key_bin_serve_keeps(tmp_path):
     key_file = tmp_path / "secret_key"
-    key_file.write_text("k" * 60 + "\n")  # as bin/serve writes it: one line
+    key_file.write_text(FILE_KEY + "\n")  # as bin/serve writes it: one line
     result = manage("shell", "-c", "from django.conf import settings; print(settings.SECRET_KEY)",
                     SECRET_KEY_FILE=str(key_file), SQLITE_PATH=str(tmp_path / "db.sqlite3"))
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip().splitlines()[-1] == "k" * 60
+    assert result.stdout.strip().splitlines()[-1] == FILE_KEY
 
 
 def test_manage_py_prefers_the_environments_key(tmp_path):
     key_file = tmp_path / "secret_key"
-    key_file.write_text("k" * 60)
+    key_file.write_text(FILE_KEY)
     result = manage("shell", "-c", "from django.conf import settings; print(settings.SECRET_KEY)",
-                    SECRET_KEY="e" * 60, SECRET_KEY_FILE=str(key_file), SQLITE_PATH=str(tmp_path / "db.sqlite3"))
-    assert result.stdout.strip().splitlines()[-1] == "e" * 60
+                    SECRET_KEY=ENV_KEY, SECRET_KEY_FILE=str(key_file), SQLITE_PATH=str(tmp_path / "db.sqlite3"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == ENV_KEY
 
 
 def test_manage_py_without_any_key_says_so_in_one_line_and_exits_2(tmp_path):

@@ -181,6 +181,7 @@ ROUTES: dict[str, dict[str, Route] | Exempt] = {
     "oauth-token": Exempt("OAuth's answer shape; its origin and key checks: "
                           "tests/projects/test_access_settings.py::test_the_bearer_and_the_exchange_are_checked_too"),
     "healthz": Exempt("no caller, no project"),
+    "favicon": Exempt("a redirect to the static icon; no caller, no project"),
     "metrics": Exempt("the operator's scrape; no project"),
     "openapi": Exempt("the public API description"),
     "api-docs": Exempt("the public API description"),
