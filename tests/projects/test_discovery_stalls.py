@@ -56,9 +56,10 @@ def test_a_trickling_issuer_is_cut_at_the_timeout_for_the_whole_read(live_server
 
 @pytest.fixture(scope="module")
 def small_pool_server(django_db_setup, django_db_blocker):
-    # Two pooled connections, waited for 3 s; exchanges that wait 20 s for the issuer.
+    # Two pooled connections, waited for 3 s; exchanges that wait 8 s for the issuer: longer than the first
+    # two /healthz checks would wait for a connection the exchanges held (2 x 3 s), as they did before.
     server = LiveServer("discovery-pool", {"DB_POOL_SIZE": "2", "DB_POOL_TIMEOUT": "3",
-                                           "USER_TOKEN_JWKS_TIMEOUT": "20", "USER_TOKEN_JWKS_RETRY_SECONDS": "0"})
+                                           "USER_TOKEN_JWKS_TIMEOUT": "8", "USER_TOKEN_JWKS_RETRY_SECONDS": "0"})
     yield server
     server.stop()
 
