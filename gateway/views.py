@@ -118,7 +118,8 @@ async def _model_call(principal: Principal, chat: ChatRequest) -> tuple[Route, A
                           sent=request.messages, charge=True)
 
 
-async def _fold_whole(deltas: AsyncIterator[Delta], fold: ResponseFold) -> None:
+async def _fold_whole(deltas: AsyncIterator[Delta], fold: CompletionBuilder | ResponseFold) -> None:
+    """A whole (not streamed) answer fed to `fold`, either route's folder; 502 when it has no end."""
     try:
         async for delta in deltas:
             fold.feed(delta)
@@ -230,16 +231,7 @@ async def _first(deltas: AsyncIterator[Delta]) -> Delta:
 
 async def _whole(deltas: AsyncIterator[Delta], alias: str) -> dict:
     builder = CompletionBuilder(model=alias)
-    try:
-        async for delta in deltas:
-            builder.feed(delta)
-    except ModelError as error:
-        log.warning("gateway: the model failed: %s (status %s)", error.code, error.status)
-        raise from_model_error(error) from None
-    finally:
-        await deltas.aclose()
-    if builder.end is None:
-        raise GatewayError(502, MSG_NO_ANSWER, type_=SERVER_ERROR, code="upstream_error")
+    await _fold_whole(deltas, builder)
     return builder.body()
 
 

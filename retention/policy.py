@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Callable
 
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from projects.config import project_settings
@@ -61,32 +62,32 @@ def retention_apply(*, now: datetime | None = None, batch: int = BATCH, max_batc
 
 def usage_prune(project: Project, cutoff: datetime, *, batch: int, max_batches: int) -> int:
     """Deletes the project's usage rows older than `cutoff`, oldest first, `batch` rows a statement."""
-    deleted = 0
-    for _ in range(max_batches):
-        ids = list(Usage.objects.filter(project=project, created_at__lt=cutoff).order_by("created_at")
-                   .values_list("id", flat=True)[:batch])
-        if not ids:
-            break
-        rows = Usage.objects.filter(id__in=ids)
-        # Nothing refers to a usage row and no signal listens: a bare DELETE.
-        deleted += rows._raw_delete(rows.db)
-        if len(ids) < batch:
-            break
-    return deleted
+    old = Usage.objects.filter(project=project, created_at__lt=cutoff).order_by("created_at")
+    # Nothing refers to a usage row and no signal listens: a bare DELETE.
+    return _in_batches(lambda n: list(old.values_list("id", flat=True)[:n]),
+                       lambda ids: Usage.objects.filter(id__in=ids), batch=batch, max_batches=max_batches)
 
 
 def event_log_prune(project: Project, cutoff: datetime, *, batch: int, max_batches: int) -> int:
     """Deletes the event-log rows of the project's runs that ended before `cutoff`, `batch` runs a statement."""
-    deleted = 0
     ended = Run.objects.filter(thread__project=project, finished_at__lt=cutoff).values("id")
+    logged = RunEvent.objects.filter(run_id__in=ended).values_list("run_id", flat=True).order_by("run_id").distinct()
+    return _in_batches(lambda n: list(logged[:n]), lambda run_ids: RunEvent.objects.filter(run_id__in=run_ids),
+                       batch=batch, max_batches=max_batches)
+
+
+def _in_batches(next_keys: Callable[[int], list], rows_of: Callable[[list], QuerySet], *, batch: int,
+                max_batches: int) -> int:
+    """Deletes `rows_of(keys)` for the next `batch` keys, one statement a batch, until none is left or
+    `max_batches` batches were deleted; returns the rows deleted."""
+    deleted = 0
     for _ in range(max_batches):
-        run_ids = list(RunEvent.objects.filter(run_id__in=ended).values_list("run_id", flat=True)
-                       .order_by("run_id").distinct()[:batch])
-        if not run_ids:
+        keys = next_keys(batch)
+        if not keys:
             break
-        rows = RunEvent.objects.filter(run_id__in=run_ids)
+        rows = rows_of(keys)
         deleted += rows._raw_delete(rows.db)
-        if len(run_ids) < batch:
+        if len(keys) < batch:
             break
     return deleted
 

@@ -67,6 +67,20 @@ def apply_file(tmp_path, text: str) -> str:
     return out.getvalue()
 
 
+def vendor_projects(tmp_path, oai, ant, prefix: str) -> tuple[str, str]:
+    """Two projects by the project file: `<prefix>-openai` on the OpenAI fake, `<prefix>-anthropic` on the
+    Anthropic one (`oai`, `ant`: the tests' views of the two vendors); answers their names."""
+    names = f"{prefix}-openai", f"{prefix}-anthropic"
+    apply_file(tmp_path, f"""
+projects:
+  - name: {names[0]}
+    models: [{openai_model(oai.fake)}]
+  - name: {names[1]}
+    models: [{anthropic_model(ant.fake)}]
+""")
+    return names
+
+
 def openai_model(vendor: FakeOpenAI, model: str = "gpt-fake", key: str = "env:FAKE_OPENAI_KEY") -> str:
     return f"{{provider: openai, model: {model}, baseUrl: '{vendor.base_url}', apiKey: '{key}'}}"
 

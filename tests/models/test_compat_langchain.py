@@ -7,7 +7,7 @@ import pytest
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel
 
-from tests.models.conftest import anthropic_model, apply_file, openai_model
+from tests.models.conftest import vendor_projects
 from tests.support.fake_openai import Text, ToolCall, ToolCalls
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -22,15 +22,8 @@ class Weather(BaseModel):
 def keys(tmp_path, models_url, oai, ant) -> dict[str, str]:
     from projects.models import ApiKey, Project
 
-    apply_file(tmp_path, f"""
-projects:
-  - name: lc-openai
-    models: [{openai_model(oai.fake)}]
-  - name: lc-anthropic
-    models: [{anthropic_model(ant.fake)}]
-""")
     return {name: ApiKey.generate(Project.objects.get(name=name), "tests")[1]
-            for name in ("lc-openai", "lc-anthropic")}
+            for name in vendor_projects(tmp_path, oai, ant, "lc")}
 
 
 def chat_model(models_url: str, key: str, model: str, **options) -> ChatOpenAI:

@@ -8,7 +8,7 @@ import openai
 import pytest
 from pydantic import BaseModel
 
-from tests.models.conftest import anthropic_model, apply_file, openai_model
+from tests.models.conftest import vendor_projects
 from tests.models.test_gateway_models import client_for
 from tests.support.fake_openai import Text
 
@@ -25,14 +25,8 @@ class Weather(BaseModel):
 @pytest.fixture
 def clients(tmp_path, models_url, oai, ant) -> tuple[openai.OpenAI, openai.OpenAI]:
     """Clients for two projects: one on the OpenAI fake, one on the Anthropic fake."""
-    apply_file(tmp_path, f"""
-projects:
-  - name: params-openai
-    models: [{openai_model(oai.fake)}]
-  - name: params-anthropic
-    models: [{anthropic_model(ant.fake)}]
-""")
-    return client_for(models_url, "params-openai"), client_for(models_url, "params-anthropic")
+    gpt, claude = vendor_projects(tmp_path, oai, ant, "params")
+    return client_for(models_url, gpt), client_for(models_url, claude)
 
 
 def test_parse_with_a_pydantic_model_sends_the_schema_and_parameters_to_openai(clients, oai):

@@ -9,7 +9,7 @@ import openai
 import pytest
 from pydantic import BaseModel
 
-from tests.models.conftest import anthropic_model, apply_file, openai_model
+from tests.models.conftest import vendor_projects
 from tests.models.test_gateway_models import client_for
 from tests.support.fake_openai import HTTPError, Text, ToolCall, ToolCalls
 
@@ -21,14 +21,8 @@ WEATHER = {"type": "function", "name": "get_weather", "description": "Weather fo
 
 @pytest.fixture
 def clients(tmp_path, models_url, oai, ant) -> tuple[openai.OpenAI, openai.OpenAI]:
-    apply_file(tmp_path, f"""
-projects:
-  - name: resp-openai
-    models: [{openai_model(oai.fake)}]
-  - name: resp-anthropic
-    models: [{anthropic_model(ant.fake)}]
-""")
-    return client_for(models_url, "resp-openai"), client_for(models_url, "resp-anthropic")
+    gpt, claude = vendor_projects(tmp_path, oai, ant, "resp")
+    return client_for(models_url, gpt), client_for(models_url, claude)
 
 
 def offline_client(api) -> openai.OpenAI:
