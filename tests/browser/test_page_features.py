@@ -163,6 +163,9 @@ def test_assistant_markdown_is_drawn_and_model_html_stays_inert(page_at, viewpor
     code = answer.locator(".code-block")
     expect(code.locator(".code-lang")).to_have_text("python")
     expect(code.locator("code.hljs .hljs-built_in, code.hljs .hljs-string").first).to_be_visible()
+    # As a person would, once the turn has settled: the thread is re-read and the answer drawn again
+    # after the run ends, which would put back a fresh "Copy" button under a click made before.
+    expect(panel(page)).to_have_attribute("data-busy", "false")
     code.locator(".code-copy").click()
     expect(code.locator(".code-copy")).to_have_text("Copied")
     assert page.evaluate("navigator.clipboard.readText()") == 'print("hello")\n'
