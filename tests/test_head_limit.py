@@ -10,6 +10,7 @@ import pytest
 import requests
 
 from tests.support.live import LiveServer
+from tests.support.raw_socket import outcome
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -32,13 +33,7 @@ def send_head(url: str, head: bytes) -> bytes:
                 sock.sendall(head[start:start + 16384])
         except (BrokenPipeError, ConnectionResetError):
             pass
-        answer = b""
-        try:
-            while chunk := sock.recv(65536):
-                answer += chunk
-        except ConnectionResetError:
-            pass
-    return answer
+        return outcome(sock)
 
 
 def healthz_head(header_bytes: int, name: str = "X-Big") -> bytes:

@@ -12,6 +12,7 @@ import pytest
 
 from tests.conftest import Api
 from tests.support.live import LiveServer
+from tests.support.raw_socket import outcome
 from tests.support.run_requests import run, text_of
 from tests.support.sse import types
 
@@ -32,20 +33,6 @@ def open_slow(url: str, payload: bytes) -> socket.socket:
     sock = socket.create_connection((parts.hostname, parts.port), timeout=30)
     sock.sendall(payload)
     return sock
-
-
-def outcome(sock: socket.socket) -> bytes:
-    """What the server did with the connection: its answer until it closed it (b"" for a plain close).
-    A connection still open after the client's 30 s timeout raises socket.timeout: the test fails."""
-    answer = b""
-    try:
-        while chunk := sock.recv(65536):
-            answer += chunk
-    except ConnectionResetError:
-        pass
-    finally:
-        sock.close()
-    return answer
 
 
 def test_half_requests_are_cut_while_normal_runs_proceed(guarded_server, api_key):
