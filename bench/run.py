@@ -7,6 +7,7 @@
     bin/bench props [--repeat 5]
     bin/bench memory [--readers 50] [--deltas 100000] [--delay 0.01] [--env NAME=VALUE]
     bin/bench media [--images 40]
+    bin/bench cluster [--hosts 2] [--workers 2] [--streams 10000] [--deltas 90] [--every 1] [--rate 400]
 
 The named scenarios are in bench/capacity.py, bench/floor.py, bench/resume.py, bench/props.py,
 bench/memory.py and bench/media.py.
@@ -117,6 +118,11 @@ def scenario(argv: list[str]) -> None:
 
 
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "cluster":
+        from bench.cluster import cluster
+
+        cluster(sys.argv[2:])
+        return
     if len(sys.argv) > 1 and sys.argv[1] == "memory":
         from bench.memory import main as memory_main
 

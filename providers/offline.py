@@ -8,7 +8,8 @@ a) the conversation ends with tool results → "Tool <name> returned: <result te
    the <Component>." for a shown component);
 b) the user's text starts with `!fail` → fails like a provider 5xx (LLM_SERVER_ERROR);
    `!slow` → streams a long answer slowly (to try Stop/cancel);
-   `!stream N` → streams N one-word deltas with no delay (for benchmarks);
+   `!stream N` → streams N one-word deltas with no delay (for benchmarks); `!stream N every S`: one
+   every S seconds;
 c) the user's text contains the exact name of offered tools (a component's name for a component)
    → calls each of them, in order of appearance, with the first JSON object in the text as
    arguments (a component without one gets its schema's defaults/examples);
@@ -62,9 +63,12 @@ class OfflineProvider:
             async for delta in self._text(request, f"(offline model) A slow answer: {words}.", self.slow_delay, size=6):
                 yield delta
             return
-        bench = re.match(r"\s*!stream\s+(\d+)", text)
+        bench = re.match(r"\s*!stream\s+(\d+)(?:\s+every\s+(\d+(?:\.\d+)?))?", text)
         if bench:
+            pace = min(float(bench.group(2) or 0), 60.0)  # `every S`: a paced stream (bench/cluster.py)
             for i in range(min(int(bench.group(1)), 100_000)):
+                if pace:
+                    await asyncio.sleep(pace)
                 yield TextDelta(f"w{i} ")
             yield StepEnd("stop", _usage(request, int(bench.group(1))))
             return

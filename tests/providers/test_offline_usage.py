@@ -29,3 +29,27 @@ def test_a_run_on_the_offline_model_counts_its_prompt_and_answer(runs: Runs):
 def test_the_estimate_is_characters_over_four_plus_framing():
     messages = [{"role": "system", "content": "x" * 40}, {"role": "user", "content": "y" * 8}]
     assert prompt_tokens(messages) == (10 + 4) + (2 + 4)
+
+
+@pytest.mark.parametrize("text, deltas, sleeps", [("!stream 3", 3, []), ("!stream 4 every 0.5", 4, [0.5] * 4),
+                                                  ("!stream 2 every 600", 2, [60.0] * 2)])
+def test_the_bench_rule_streams_n_words_paced_by_every_at_most_a_minute(monkeypatch, text, deltas, sleeps):
+    import asyncio
+
+    from providers import offline
+    from providers.base import ModelRequest, TextDelta
+
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:  # counts the pauses instead of waiting them out
+        slept.append(seconds)
+
+    monkeypatch.setattr(offline.asyncio, "sleep", sleep)
+
+    async def collect() -> list:
+        model = offline.OfflineProvider(delay=0)
+        return [d async for d in model.stream(ModelRequest(messages=[{"role": "user", "content": text}], model="m"))]
+
+    got = asyncio.run(collect())
+    assert [d.text for d in got if isinstance(d, TextDelta)] == [f"w{i} " for i in range(deltas)]
+    assert slept == sleeps
