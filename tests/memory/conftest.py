@@ -23,3 +23,16 @@ def wait_extractions(project, count: int, *, user_key: str | None = None, timeou
         assert time.monotonic() < deadline, f"{rows.count()} memory extractions ended, not {count}"
         time.sleep(0.05)
     return list(rows.order_by("id"))
+
+
+def wait_memories(project, count: int, timeout: float = 20.0) -> list:
+    """The project's memories (live and forgotten) once there are `count`: an extraction stores them
+    after its usage row is written."""
+    from memory.models import Memory
+
+    rows = Memory.objects.filter(project=project)
+    deadline = time.monotonic() + timeout
+    while rows.count() < count:
+        assert time.monotonic() < deadline, f"{rows.count()} memories stored, not {count}"
+        time.sleep(0.05)
+    return list(rows.order_by("created_at", "id"))

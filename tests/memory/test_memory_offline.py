@@ -10,7 +10,7 @@ from memory.models import Memory
 from memory.services import memory_save
 from projects.config import ProjectSettings
 from tests.conftest import Api
-from tests.memory.conftest import remembering, wait_extractions
+from tests.memory.conftest import remembering, wait_extractions, wait_memories
 from tests.runs.conftest import Runs, event_of
 from tests.support.sse import types
 
@@ -32,6 +32,7 @@ def test_the_offline_model_extracts_by_its_rule(api, project):
     assert types(events)[-1] == "RUN_FINISHED"
     (row,) = wait_extractions(project, 1)
     assert row.outcome == "completed" and row.provider == "offline" and row.input_tokens > 0
+    wait_memories(project, 2)
     stored = sorted(Memory.objects.values_list("content", "category", "importance", "user_key"))
     assert stored == [("I prefer short answers.", "preference", 3, "alice"),
                       ("my dog is called Rex.", "fact", 4, "alice")]
@@ -43,6 +44,7 @@ def test_a_project_that_does_not_remember_extracts_nothing(api, project, live_se
     Runs(api).run_new("I prefer long answers.")
 
     wait_extractions(project, 1)
+    wait_memories(project, 1)
     assert list(Memory.objects.values_list("content", flat=True)) == ["I prefer long answers."]
 
 

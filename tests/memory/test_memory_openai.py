@@ -13,7 +13,7 @@ from projects.config import Limits
 from projects.models import ApiKey, Project
 from telemetry.models import Usage
 from tests.conftest import Api
-from tests.memory.conftest import remembering, wait_extractions
+from tests.memory.conftest import remembering, wait_extractions, wait_memories
 from tests.runs.conftest import Runs
 from tests.support.fake_openai import Stall, Text
 from tests.support.fixtures_openai import Vendor, fake, vendor  # noqa: F401 - fixtures
@@ -61,7 +61,7 @@ def test_a_preference_stated_in_one_thread_shapes_the_system_prompt_of_the_next(
     assert extraction.body.get("stream") is not True and extraction.body["response_format"] == {"type": "json_object"}
     assert "I prefer them" in extraction.body["messages"][1]["content"]
     assert (row.outcome, row.user_key, row.input_tokens > 0, row.output_tokens > 0) == ("completed", "alice", True, True)
-    memory = Memory.objects.get()
+    (memory,) = wait_memories(project, 1)
     assert (memory.content, memory.category, memory.importance, memory.source) == (
         "The user prefers metric units.", "preference", 4, "extracted")
 
@@ -86,6 +86,7 @@ def test_a_user_never_sees_another_users_memories_in_any_project(openai_server, 
         return system_prompt(fake.requests[seen])
 
     turn(project, "alice", "My name is Ada.", Text("Hello Ada."), extracted(("The user's name is Ada.", "fact", 5)))
+    wait_memories(project, 1)
     bob = turn(project, "bob", "Hello, who am I?", Text("Hi."), extracted())
     # The same user key in another project is another user.
     alice_elsewhere = turn(other, "alice", "Hello, who am I?", Text("Hi."), extracted())
