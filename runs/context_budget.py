@@ -96,14 +96,16 @@ def fit(messages: list[dict[str, Any]], budget: int | None, label: str | None = 
     return head + [m for turn in turns[first:] for m in turn]
 
 
-def spare(messages: list[dict[str, Any]], budget: int, label: str | None = None) -> int:
-    """The tokens (uncalibrated estimate) `budget` leaves beside the system prompt and the current turn
-    of `messages`: what the system prompt may grow by before `fit` must refuse (older turns are dropped
-    first). Memories use it (runs/memories.py)."""
+def spare(messages: list[dict[str, Any]], budget: int, label: str | None = None, *, cap: int | None = None) -> int:
+    """What `budget` leaves beside the system prompt and the current turn of `messages` (at most `cap`),
+    in uncalibrated estimated tokens (providers/estimate.py's, as a new text is measured): what the
+    system prompt may grow by before `fit` must refuse (older turns are dropped first). Memories use it
+    (runs/memories.py)."""
     factor = _factors.get(label or "", 1.0)
     turns = _turns(messages[1:])
     fixed = sum(message_tokens(m, factor) for m in messages[:1] + (turns[-1] if turns else []))
-    return max(0, int((budget - fixed) / factor))
+    left = budget - fixed if cap is None else min(budget - fixed, cap)
+    return max(0, int(left / factor))
 
 
 def run_budget(project, max_tokens: int | None) -> int | None:

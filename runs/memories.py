@@ -27,7 +27,8 @@ async def memories_inject(started: StartedRun, messages: list[dict], label: str 
         return
     limit = settings.MEMORY_PROMPT_TOKENS
     if started.context_budget is not None:
-        limit = min(limit, started.context_budget // 4, context_budget.spare(messages, started.context_budget, label))
+        limit = min(limit, context_budget.spare(messages, started.context_budget, label,
+                                                cap=started.context_budget // 4))
     if limit <= 0:
         return
     memories = await db_call(memory_list_for_prompt, project=thread.project, user_key=thread.user_key)

@@ -9,6 +9,9 @@ from typing import Iterator
 import pytest
 
 from memory.models import Memory
+from memory.prompt import HEADER
+from memory.services import memory_save
+from providers.estimate import message_tokens
 from projects.config import Limits
 from projects.models import ApiKey, Project
 from telemetry.models import Usage
@@ -132,3 +135,35 @@ def test_the_run_ends_before_its_extraction_answers(openai_server, project, fake
     assert not Usage.objects.filter(kind=Usage.Kind.MEMORY).exists()
     (row,) = wait_extractions(project, 1)
     assert row.outcome == "failed" and not Memory.objects.exists()
+
+
+def test_the_memories_in_the_system_prompt_keep_within_the_context_budget(openai_server, vendor, project,
+                                                                            fake: Vendor):
+    # A budget of 500 input tokens: the memories get at most a quarter of it, and less when the
+    # message itself takes most of it. The project's own model name, whose estimates no reported
+    # usage calibrates (the fake reports no prompt tokens here), so the budget counts as the test does.
+    remembering(project, max_input_tokens=600, max_output_tokens=100, models=[
+        {"provider": "openai", "model": "fake-budget", "baseUrl": vendor.base_url, "apiKey": "env:OPENAI_API_KEY"}])
+    for n in range(30):
+        memory_save(project=project, user_key="alice", content=f"Memory number {n:02d} of the user, a plain fact.",
+                    category="fact", importance=5 if n < 3 else 1)
+    alice = runs_as(openai_server, project, "alice")
+    uncounted = {"prompt_tokens": 0, "completion_tokens": 1, "total_tokens": 1}
+    fake.script(Text("ok", usage=uncounted), extracted(), Text("ok", usage=uncounted), extracted())
+
+    _, short = alice.run_new("Hi.")
+    wait_extractions(project, 1)
+    _, long = alice.run_new("word " * 300)  # about 380 tokens of the 500
+    wait_extractions(project, 2)
+
+    assert types(short)[-1] == types(long)[-1] == "RUN_FINISHED"  # never CONTEXT_TOO_LARGE for memories
+    roomy, tight = (system_prompt(fake.requests[i]) for i in (0, 2))
+    listed = [line for line in roomy.splitlines() if line.startswith("- (fact) Memory number")]
+    # The most important first, the newest of them first; the section within a quarter of the budget.
+    assert listed[:3] == [f"- (fact) Memory number {n:02d} of the user, a plain fact." for n in (2, 1, 0)]
+    assert 3 < len(listed) < 30
+    assert message_tokens({"content": roomy[roomy.index(HEADER):]}) <= 125
+    # Beside a long message only what the budget leaves: the most important still.
+    assert [line for line in tight.splitlines() if line.startswith("- (fact)")] == listed[:2]
+    sent = fake.requests[2].body["messages"]
+    assert message_tokens(sent[0]) + message_tokens(sent[-1]) <= 500
