@@ -8,13 +8,12 @@ import pytest
 
 from memory.models import Memory
 from memory.services import memory_save
-from projects.config import ProjectSettings
 from tests.conftest import Api
 from tests.memory.conftest import remembering, wait_extractions, wait_memories
 from tests.runs.conftest import Runs, event_of
 from tests.support.sse import types
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_dbs]
 
 
 def call(tool: str, **arguments) -> str:
@@ -94,9 +93,12 @@ def test_the_tools_are_offered_only_with_memory_tools_enabled(api, project):
     assert not Memory.objects.exists()
 
 
-def test_the_project_file_refuses_memory_tools_without_memory():
-    from pydantic import ValidationError
+def test_the_project_file_takes_the_memory_settings_and_refuses_tools_without_memory():
+    from projects.project_file import ProjectFileError, project_file_parse
 
-    with pytest.raises(ValidationError, match="memoryToolsEnabled needs memoryEnabled"):
-        ProjectSettings.model_validate({"memoryToolsEnabled": True})
-    assert ProjectSettings.model_validate({"memoryEnabled": True, "memoryToolsEnabled": True}).memory_tools_enabled
+    parsed = project_file_parse("projects:\n  - name: shop\n    memoryEnabled: true\n    memoryToolsEnabled: true\n")
+    assert parsed.projects[0].memory_enabled and parsed.projects[0].memory_tools_enabled
+    with pytest.raises(ProjectFileError, match="memoryToolsEnabled needs memoryEnabled"):
+        project_file_parse("projects:\n  - name: shop\n    memoryToolsEnabled: true\n")
+    with pytest.raises(ProjectFileError, match=r"projects\[0\]\.memoryEnabled"):
+        project_file_parse("projects:\n  - name: shop\n    memoryEnabled: 'yes'\n")
