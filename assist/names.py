@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from django.utils import timezone
 
-from assist.model import model_complete, transcript
 from core.db import db_call
 from core.problems import Problem, validation_error
 from projects.models import Project
 from providers.base import ModelRequest, ModelTask
 from providers.offline_tasks import cut_at_word
+from telemetry.calls import model_complete
+from threads.content import transcript
 from threads.models import Message, Thread
 from threads.selectors import thread_get
 

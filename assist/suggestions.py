@@ -13,12 +13,13 @@ from typing import Annotated, Sequence
 from django.db import transaction
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StringConstraints
 
-from assist.model import message_text, model_complete, transcript
 from clientsdk import wire
 from core.db import db_call
 from core.problems import Problem
 from projects.models import Project
 from providers.base import ModelRequest, ModelTask
+from telemetry.calls import model_complete
+from threads.content import message_text, transcript
 from threads.cursors import keyset_page
 from threads.models import Message, Suggestion
 from threads.selectors import thread_get

@@ -114,6 +114,16 @@ class ProjectSettings(SettingsModel):
     transcription: TranscriptionSpec | None = None
     limits: Limits = Field(default_factory=Limits)
     retention: Retention = Field(default_factory=Retention)
+    # Memory (docs/memory.md): remember what each user tells the project, across threads.
+    memory_enabled: bool = False
+    # The model may save and forget memories itself (the save_memory and forget_memory tools).
+    memory_tools_enabled: bool = False
+
+    @model_validator(mode="after")
+    def _memory_tools_need_memory(self) -> "ProjectSettings":
+        if self.memory_tools_enabled and not self.memory_enabled:
+            raise ValueError("memoryToolsEnabled needs memoryEnabled (the tools work on the user's memories)")
+        return self
 
 
 DEFAULT_SETTINGS = ProjectSettings()

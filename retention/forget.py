@@ -2,7 +2,7 @@
 `manage.py forget_user` both call `user_forget` (docs/operations.md#retention-and-deletion).
 
 What goes: the user's threads with their messages (and so the files in them), suggestions, runs and
-run events; the limit counters kept for them. What stays, without the user: their usage rows, whose
+run events; the limit counters kept for them; their memories, live and forgotten (memory/). What stays, without the user: their usage rows, whose
 `user_key` is emptied, so what the project spent still adds up. Access tokens are not stored (they are
 signed, and expire on their own: docs/protocol.md#identity-by-token), so there is nothing of them to
 delete. Threads a live run holds are left and counted (`threadsBusy`): call again once the run ended.
@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 
 from core.problems import Problem
+from memory.services import memories_delete_user
 from projects.identities import STORED_MAX_LENGTH
 from projects.limit_models import LimitCounter
 from projects.models import Project
@@ -41,6 +42,7 @@ def user_forget(*, project: Project, user_key: str, batch: int = BATCH) -> dict[
     counters = LimitCounter.objects.filter(project=project, user_key=user_key)
     removed[LimitCounter._meta.label] = counters._raw_delete(counters.db)
     report = {name: removed.get(model._meta.label, 0) for model, name in REPORT_NAMES.items()}
+    report["memories"] = memories_delete_user(project=project, user_key=user_key, batch=batch)
     report["usageRowsAnonymized"] = usage_anonymize(project, user_key, batch=batch)
     report["threadsBusy"] = threads.count()
     return report

@@ -15,7 +15,7 @@ _COUNT = {"type": "integer", "minimum": 0}
 _REMOVED = {"type": "object", "description": "What was removed; `threadsBusy`: threads kept because a live run "
                                              "holds them.",
             "properties": {name: _COUNT for name in ("threads", "messages", "suggestions", "runs", "runEvents",
-                                                     "limitCounters", "usageRowsAnonymized", "threadsBusy")}}
+                                                     "limitCounters", "memories", "usageRowsAnonymized", "threadsBusy")}}
 
 
 # Each answer's own meaning; the problem content is the same for all (core/openapi.py's `problem`).
@@ -33,8 +33,8 @@ def user_forget_path() -> dict[str, Any]:
     return {"/v1/users/{userKey}": {"delete": {
         "operationId": "user_forget",
         "summary": "Forget one end user of a project",
-        "description": "Removes the user's threads with their messages and files, suggestions, runs, run events "
-                       "and limit counters, and empties the user's name on their usage rows "
+        "description": "Removes the user's threads with their messages and files, suggestions, runs, run events, "
+                       "limit counters and memories, and empties the user's name on their usage rows "
                        "(docs/operations.md#retention-and-deletion). For the admin's staff only.",
         "tags": ["users"],
         "security": [{SESSION_SCHEME: []}],

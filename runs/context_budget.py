@@ -96,6 +96,18 @@ def fit(messages: list[dict[str, Any]], budget: int | None, label: str | None = 
     return head + [m for turn in turns[first:] for m in turn]
 
 
+def spare(messages: list[dict[str, Any]], budget: int, label: str | None = None, *, cap: int | None = None) -> int:
+    """What `budget` leaves beside the system prompt and the current turn of `messages` (at most `cap`),
+    in uncalibrated estimated tokens (providers/estimate.py's, as a new text is measured): what the
+    system prompt may grow by before `fit` must refuse (older turns are dropped first). Memories use it
+    (runs/memories.py)."""
+    factor = _factors.get(label or "", 1.0)
+    turns = _turns(messages[1:])
+    fixed = sum(message_tokens(m, factor) for m in messages[:1] + (turns[-1] if turns else []))
+    left = budget - fixed if cap is None else min(budget - fixed, cap)
+    return max(0, int(left / factor))
+
+
 def run_budget(project, max_tokens: int | None) -> int | None:
     """The input budget of a run on `project` whose request asked for `max_tokens` (capped as the
     model call caps it)."""

@@ -27,6 +27,7 @@ from runs import context_budget, services
 from runs.control import SHUTDOWN_REASON, RunCancelled, RunControl
 from runs.history import build_model_messages, component_result_text, result_text
 from runs.lock import LEASE_EXPIRED_CODE
+from runs.memories import memories_extract_later, memories_inject, memory_tools_add
 from runs.recovery import settle
 from runs.services import StartedRun
 from runs.step import Call, Step
@@ -90,6 +91,7 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
         toolbox = await _toolbox(started)
         messages = build_model_messages(thread.project.system_prompt, started.history,
                                         allow_override=project_settings(thread.project).allow_system_prompt_override)
+        await memories_inject(started, messages, context_budget.label_of(provider))
         step_limit = model_calls_limit(thread.project, settings.MAX_MODEL_CALLS_PER_RUN)
         calls = 0
         # A step is a model call; a server or MCP call that timed out counts as one more (toolbox.timeouts).
@@ -115,6 +117,8 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
                 persisted, step = step, None
                 control.step = None
                 control.settle("completed")
+                if released:
+                    memories_extract_later(started)  # in the background: the run ends now
                 yield RunFinishedEvent(thread_id=thread.id, run_id=run.id) if released else _lost_lock()
                 return
             await db_call(services.step_persist, thread=thread, run=run, **stored)
@@ -187,6 +191,7 @@ async def _toolbox(started: StartedRun) -> Toolbox:
                             enabled=started.tools.enabled,
                             result_max_chars=project_settings(started.thread.project).tool_result_max_chars)
     toolbox.mcp_tools = await mcp_tools_load(started.tools.mcp_configs)
+    memory_tools_add(started, toolbox)
     return toolbox
 
 

@@ -11,7 +11,8 @@ connection has closed (or its graceful-shutdown timeout has cut them):
    stored and its lock released, so its stream closes and the client can run it again on another
    process, or resume reading it there from the event log.
 2. On `lifespan.shutdown`: the run watcher, the event-log writer (after a last write) and the
-   followers of runs streaming elsewhere stop; the kept MCP sessions close (a stdio server's process
+   followers of runs streaming elsewhere stop; memory extractions still running get a few seconds to
+   end (docs/memory.md); the kept MCP sessions close (a stdio server's process
    exits) and so do the model clients.
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ import signal
 import sys
 import threading
 
+from memory.extraction import extractions
 from providers import providers_close
 from retention.jobs import housekeeper
 from runs.control import watcher
@@ -59,7 +61,8 @@ def runs_drain() -> None:
 async def process_shutdown() -> None:
     """Step 2 above. Each part is stopped even if another fails; nothing here is an error to log."""
     runs_drain()  # runs started between the signal and the last connection closing
-    for stop in (watcher.stop, flusher.stop, follower.stop, housekeeper.stop, _mcp_sessions_close, providers_close):
+    for stop in (watcher.stop, flusher.stop, follower.stop, housekeeper.stop, extractions.stop, _mcp_sessions_close,
+                 providers_close):
         try:
             await stop()
         except Exception:  # noqa: BLE001 - the process is ending either way

@@ -56,6 +56,7 @@ INSTALLED_APPS = [
     "runs",
     "tools",
     "telemetry",
+    "memory",
     "retention",  # no models: the retention job, forgetting a user, their commands
     "gateway",  # no models: its AppConfig registers the gateway's error shape (core/error_shapes.py)
     "axes",  # login throttling (below)
@@ -234,6 +235,12 @@ MEDIA_URL_ALLOWED_HOSTS = env.list("MEDIA_URL_ALLOWED_HOSTS", default=[])
 # The most characters of one server or MCP tool result stored and sent to the model (runs/toolbox.py);
 # a project's `toolResultMaxChars` overrides it.
 TOOL_RESULT_MAX_CHARS = env.int("TOOL_RESULT_MAX_CHARS", default=100_000)
+# Memory (docs/memory.md): the most tokens of a user's memories in a run's system prompt (a quarter of
+# the project's context budget at most), and the memory extractions one process makes at a time.
+MEMORY_PROMPT_TOKENS = env.int("MEMORY_PROMPT_TOKENS", default=1000)
+MEMORY_EXTRACTIONS = env.int("MEMORY_EXTRACTIONS", default=2)
+if MEMORY_PROMPT_TOKENS < 1 or MEMORY_EXTRACTIONS < 1:
+    raise environ.ImproperlyConfigured("MEMORY_PROMPT_TOKENS and MEMORY_EXTRACTIONS must be at least 1")
 # A request's head (request line and headers) longer than this is answered 431 (tambo_project/http_guard.py).
 MAX_REQUEST_HEAD_BYTES = env.int("MAX_REQUEST_HEAD_BYTES", default=64 * 1024)
 # When the last open stream ends, give freed memory back to the system (core/memory.py).

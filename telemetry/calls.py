@@ -1,7 +1,8 @@
 """The meter of one short model call: a chat completion through the gateway (`metered`, around the
-provider's deltas), a thread name or suggestions (`complete_metered`, around the provider's one
-answer). When the call ends its usage row is recorded and its tokens counted: one INSERT per call,
-after the model answered; nothing per delta but one test."""
+provider's deltas), a thread name, suggestions or a memory extraction (`complete_metered`, around the
+provider's one answer; `model_complete`, the one door of those side calls, admits it against the
+project's limits first). When the call ends its usage row is recorded and its tokens counted: one
+INSERT per call, after the model answered; nothing per delta but one test."""
 from __future__ import annotations
 
 import asyncio
@@ -11,9 +12,11 @@ from dataclasses import dataclass, replace
 from typing import AsyncIterator
 
 from core.db import db_call
+from core.problems import Problem
 from django.conf import settings
 
-from projects.models_config import project_model_names
+from projects.models_config import model_chain_for, project_model_names
+from providers import get_provider
 from providers.base import Completion, Delta, ModelError, ModelRequest, Provider, StepEnd
 from projects import limits
 from providers.chain import ModelChain
@@ -74,7 +77,7 @@ class CallScope:
 
     project: object
     user_key: str
-    kind: str  # Usage.Kind: "name", "suggestions"
+    kind: str  # Usage.Kind: "name", "suggestions", "memory"
     thread_id: str | None = None
 
 
@@ -127,3 +130,41 @@ async def _record(*, project, user_key: str, kind: str, model: str, provider: st
                                      outcome=outcome, error_code=code, thread_id=thread_id))
     except Exception:  # noqa: BLE001 - usage is bookkeeping; the answer was given
         log.warning("Could not record the usage of a %s call", kind, exc_info=True)
+
+
+def model_problem(exc: ModelError) -> Problem:
+    """The problem for a model failure: the run codes (docs/protocol.md#the-event-stream) with the provider's safe message.
+
+    A rate-limited provider is 429 with its Retry-After (when it gave one); any other failure is the
+    provider's, not the caller's, so it is 502 Bad Gateway.
+    """
+    extra: dict = {"category": exc.category, "isRetryable": exc.retryable}
+    if exc.code == "LLM_RATE_LIMITED":
+        if exc.retry_after_header is not None:
+            extra["retryAfter"] = exc.retry_after_header
+        return Problem(429, exc.code, exc.message, **extra)
+    return Problem(502, exc.code, exc.message, **extra)
+
+
+async def model_complete(request: ModelRequest, *, project, user_key: str | None, kind: str,
+                         thread_id: str | None = None, admit: bool = True) -> Completion:
+    """The answer of the project's models (its first, then its fallbacks; the server's default without
+    a project); raises Problem (429/502) when the model fails.
+
+    Counted against the project's limits (projects/limits.py): admitted first (429 RATE_LIMITED /
+    BUDGET_EXCEEDED) unless `admit` is False (a retry within the same request), its tokens recorded after.
+    Each call leaves one usage row of `kind` ("name", "suggestions", "memory"), answered or failed.
+    The side tasks (assist/, memory/) all call the model through here.
+    """
+    if admit:
+        await db_call(limits.call_admit, project=project, user_key=user_key)
+    try:
+        if project is not None:
+            completion = await complete_metered(model_chain_for(project, requested=None), request,
+                                                scope=CallScope(project, user_key or "", kind, thread_id))
+        else:
+            completion = await get_provider().complete(request)
+    except ModelError as exc:
+        raise model_problem(exc) from exc
+    await db_call(limits.call_record, project=project, user_key=user_key, usage=completion.usage)
+    return completion

@@ -12,6 +12,7 @@ class Usage(models.Model):
         NAME = "name"  # a thread name
         SUGGESTIONS = "suggestions"
         GATEWAY = "gateway"  # a chat completion
+        MEMORY = "memory"  # a memory extraction after a run (memory/extraction.py)
 
     class Outcome(models.TextChoices):
         COMPLETED = "completed"

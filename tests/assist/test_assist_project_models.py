@@ -3,7 +3,7 @@ import asyncio
 
 import pytest
 
-from assist.model import model_complete
+from telemetry.calls import model_complete
 from projects.config import ProjectSettings, project_settings_save
 from providers.base import ModelRequest
 from tests.support.fake_openai import FakeOpenAI, HTTPError, Text

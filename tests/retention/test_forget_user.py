@@ -11,6 +11,7 @@ import requests
 from django.contrib.auth.models import User
 from django.core.management import call_command
 
+from memory.services import memory_forget, memory_save
 from projects.config import Limits, ProjectSettings, project_settings_save
 from runs.lock import lock_take
 from runs.models import Run, RunEvent
@@ -36,12 +37,16 @@ def run_as(api, user_key: str, *content: dict, thread_id: str | None = None) -> 
 
 
 def seed(api, project, user_key: str) -> None:
-    """Two threads with runs (one with an image), a suggestion, limit counters and usage rows."""
+    """Two threads with runs (one with an image), a suggestion, limit counters, usage rows and
+    memories, one of them forgotten."""
     first = run_as(api, user_key, {"type": "text", "text": "hello"}, image_part(png(4, 4)))
     run_as(api, user_key, {"type": "text", "text": "again"}, thread_id=first)
     run_as(api, user_key, {"type": "text", "text": "another thread"})
     answer = Message.objects.filter(thread_id=first, role="assistant").first()
     Suggestion.objects.create(message=answer, title="More?")
+    memory_save(project=project, user_key=user_key, content=f"{user_key} likes tea", category="preference")
+    gone = memory_save(project=project, user_key=user_key, content=f"{user_key} lives in Oslo", category="fact")
+    memory_forget(project=project, user_key=user_key, memory_id=gone.memory.pk)
 
 
 def wait_for_event_log(project, user_key: str) -> dict[str, int]:
@@ -79,7 +84,7 @@ def staff_session(base_url: str, *, staff: bool = True) -> requests.Session:
 def test_every_table_is_found():
     paths = user_paths()
     assert {"threads.Thread", "threads.Message", "threads.Suggestion", "runs.Run", "telemetry.Usage",
-            "projects.LimitCounter"} <= set(paths)
+            "projects.LimitCounter", "memory.Memory"} <= set(paths)
     assert all(owner in paths for _, owner in BY_ID.values())
 
 
@@ -99,7 +104,7 @@ def test_it_removes_every_row_of_the_user_and_none_of_another(api, counted_proje
     assert removed == {"threads": alice["threads.Thread"], "messages": alice["threads.Message"],
                        "suggestions": alice["threads.Suggestion"], "runs": alice["runs.Run"],
                        "runEvents": alice["runs.RunEvent"], "limitCounters": alice["projects.LimitCounter"],
-                       "usageRowsAnonymized": alice["telemetry.Usage"], "threadsBusy": 0}
+                       "memories": alice["memory.Memory"], "usageRowsAnonymized": alice["telemetry.Usage"], "threadsBusy": 0}
     assert user_row_counts(counted_project, "alice") == dict.fromkeys(alice, 0)
     assert user_row_counts(counted_project, "bob") == bob
     # What was spent still adds up: the usage rows stay, without the user.
@@ -117,6 +122,7 @@ def test_the_command_removes_the_user_and_prints_the_counts(api, counted_project
 
     report = json.loads(out.getvalue())
     assert report["removed"]["threads"] == 2 and report["removed"]["messages"] == alice["threads.Message"]
+    assert report["removed"]["memories"] == alice["memory.Memory"] == 2
     assert user_row_counts(counted_project, "alice") == dict.fromkeys(alice, 0)
     assert user_row_counts(counted_project, "bob") == bob
 

@@ -11,7 +11,7 @@ from retention.forget import user_forget
 
 
 class Command(BaseCommand):
-    help = ("Remove one end user's threads, messages, uploads, runs, run events and limit counters from a "
+    help = ("Remove one end user's threads, messages, uploads, runs, run events, limit counters and memories from a "
             "project, and the user's name from its usage rows; prints the counts (docs/operations.md).")
 
     def add_arguments(self, parser):
