@@ -29,6 +29,7 @@ urlpatterns = [
     path("v1/", include("threads.urls")),
     path("audio/transcribe", audio_views.transcribe_view, name="audio-transcribe"),
     path("", include("projects.urls")),
+    path("", include("tools.urls")),
     path("", include("gateway.urls")),
     # Thread names and suggestions: /v1 and the SDK's paths without it.
     path("", include("assist.urls")),

@@ -135,6 +135,13 @@ def _with_user(method: str, path: str, body: dict | None = None):
                                                json=None if body is None else {**body, "userKey": user})
 
 
+def _mcp_server_setup(s: Scene) -> None:
+    from tools.models import McpServer
+
+    McpServer.objects.get_or_create(project=s.project, name="secure", defaults={
+        "transport": "http", "url": "http://127.0.0.1:9/mcp", "auth": "user"})
+
+
 # Keyed by route name (namespace:name), and by method for routes with several.
 ROUTES: dict[str, dict[str, Route] | Exempt] = {
     "thread-runs": {"POST": Route(_run_new, 200, USER_CALLER + MODEL_CALL + (ALLOWED_MODEL, CONTEXT_BUDGET),
@@ -192,6 +199,13 @@ ROUTES: dict[str, dict[str, Route] | Exempt] = {
     "^api/(?P<rest>.*)$": Exempt("the gateway's 404 for an unknown path"),
     "^(?:projects/|registry(?:/|$)|auth/mcp/access-token$|storage/presign$)": Exempt(
         "the SDK's older routes: a JSON 404 naming what to use instead, reading nothing of a project"),
+    # Revoking MCP grants by API (docs/tools.md#protected-mcp-servers): none held, so 0 revoked.
+    "mcp-grants-revoke": {"DELETE": Route(_with_user("DELETE", "/v1/mcp-servers/secure/authorizations"), 200,
+                                          USER_CALLER, setup=_mcp_server_setup)},
+    "mcp-oauth-callback": Exempt("the authorization server sends the browser back: no caller; the flow's one-time "
+                                 "state names the server and the user (tests/tools/test_mcp_oauth.py)"),
+    "mcp-oauth-start": Exempt("the admin's staff session only: "
+                              "tests/tools/test_mcp_oauth.py::test_the_start_button_is_for_staff_only"),
     "user-forget": Exempt("the admin's staff session only, a project key is refused 403: "
                           "tests/retention/test_forget_user.py::test_only_the_admins_staff_may_forget_a_user"),
 }
