@@ -28,6 +28,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import (CONNECTION_CLOSED, AudioContent, BlobResourceContents, CallToolResult,
                        EmbeddedResource, ImageContent, ResourceLink, TextContent)
 
+from tools.mcp_oauth import authorization_required_in
+
 __all__ = [
     "McpClientError",
     "McpResult",
@@ -203,7 +205,11 @@ async def call_outcome(config: McpServerConfig, tool_name: str, call: Callable[[
             return _error_result(f"The MCP server {config.name!r} could not be reached.")
         logger.warning("MCP tool %r on server %r: protocol error %s", tool_name, config.name, exc.code)
         return _error_result(f"The MCP server {config.name!r} rejected the call to {tool_name!r}: {exc.message}")
-    except Exception:
+    except Exception as exc:
+        if authorization_required_in(exc) is not None:
+            logger.warning("MCP tool %r on server %r: the grant was refused", tool_name, config.name)
+            return _error_result(f"The MCP server {config.name!r} needs the user's authorisation (again) for "
+                                 f"{tool_name!r}; they are asked for it on their next message.")
         logger.warning("MCP tool %r on server %r failed", tool_name, config.name, exc_info=True)
         return _error_result(f"The MCP server {config.name!r} could not be reached.")
     return McpResult(content=content_blocks(result), is_error=bool(result.is_error))

@@ -27,7 +27,7 @@ from urllib.parse import urlencode
 
 import httpx2
 from mcp.client.auth import OAuthClientProvider, PKCEParameters
-from mcp.client.auth.utils import validate_authorization_response_iss
+from mcp.client.auth.utils import union_scopes, validate_authorization_response_iss
 from mcp.shared.auth import (OAuthClientInformationFull, OAuthClientMetadata, OAuthMetadata, OAuthToken,
                              ProtectedResourceMetadata)
 
@@ -77,8 +77,9 @@ class GrantStore(Protocol):
         """Keep what the callback needs (the verifier and metadata: secrets) under `state`."""
         ...
 
-    async def forget(self) -> None:
-        """Drop the grant: it was refused and could not be refreshed."""
+    async def forget(self, wanted_scope: str | None) -> None:
+        """Drop the grant's tokens: they were refused and could not be refreshed, or the server wants
+        more scopes (`wanted_scope`, the union to ask for next time)."""
         ...
 
 
@@ -126,6 +127,7 @@ class PausingOAuthProvider(OAuthClientProvider):
         storage.context = self.context
         self.name = name
         self.store = store
+        self.scopes = scopes
         self.interactive = interactive
 
     async def _initialize(self) -> None:
@@ -144,7 +146,12 @@ class PausingOAuthProvider(OAuthClientProvider):
 
     async def _perform_authorization_code_grant(self) -> tuple[str, str]:
         if not self.interactive:
-            await self.store.forget()  # the grant no longer works: the next run asks for a new one
+            # A step-up (403 insufficient_scope) is where the SDK asks for scopes beyond the granted ones.
+            tokens, wanted = self.context.current_tokens, self.context.client_metadata.scope
+            step_up = bool(tokens and wanted and set(wanted.split()) - set((tokens.scope or "").split()))
+            # The grant no longer works, or no longer suffices: the next run asks its user again, for
+            # the scopes the SDK joined on a step-up.
+            await self.store.forget(wanted if step_up else None)
             raise AuthorizationRequired(self.name, None)
         context = self.context
         assert context.client_info is not None and context.client_metadata.redirect_uris  # set by the SDK's flow
@@ -160,6 +167,9 @@ class PausingOAuthProvider(OAuthClientProvider):
         }
         if context.should_include_resource_param(context.protocol_version):
             params["resource"] = context.get_resource_url()  # RFC 8707
+        # The SDK picks the scopes the server names (its challenge, then its metadata); the operator's,
+        # and those a step-up asked for before, are added to them.
+        context.client_metadata.scope = union_scopes(context.client_metadata.scope, self.scopes or None)
         if context.client_metadata.scope:
             params["scope"] = context.client_metadata.scope
         endpoint = (str(context.oauth_metadata.authorization_endpoint) if context.oauth_metadata

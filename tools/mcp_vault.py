@@ -79,9 +79,13 @@ class VaultStore:
     async def flow_begin(self, state: str, flow: dict[str, Any]) -> None:
         await db_call(_flow_write, self.server_id, self.user_key, state, flow)
 
-    async def forget(self) -> None:
-        """The grant stopped working (revoked, refresh refused): drop it, so the next run asks again."""
-        await db_call(grant_revoke, server_id=self.server_id, user_key=self.user_key)
+    async def forget(self, wanted_scope: str | None) -> None:
+        """The grant stopped working (revoked, refresh refused) or falls short (a step-up): its tokens
+        go, so the next run asks again; for `wanted_scope` when given."""
+        if wanted_scope:
+            await db_call(_tokens_drop, self.server_id, self.user_key, wanted_scope)
+        else:
+            await db_call(grant_revoke, server_id=self.server_id, user_key=self.user_key)
 
 
 def vault_auth(config: McpServerConfig, *, interactive: bool) -> PausingOAuthProvider:
@@ -155,7 +159,7 @@ async def grants_check(configs: list[McpServerConfig], *, user_key: str, timeout
     run without a user key cannot use user servers and leaves them out."""
     wanted = [c if c.auth != "user" else dataclasses.replace(c, user_key=user_key) for c in configs]
     oauth = [c for c in wanted if c.auth != "none" and not (c.auth == "user" and not user_key)]
-    held = await db_call(_grants_held, [(c.server_id, c.user_key) for c in oauth]) if oauth else set()
+    held, wanted_scopes = await db_call(_grants_held, [(c.server_id, c.user_key) for c in oauth]) if oauth else ({}, {})
     kept, needed = [], []
     for config in wanted:
         if config.auth == "none":
@@ -168,6 +172,9 @@ async def grants_check(configs: list[McpServerConfig], *, user_key: str, timeout
             log.warning("MCP server %s is not authorised for its project yet (the admin's Authorise); left out",
                         config.name)
         else:
+            wanted = wanted_scopes.get((config.server_id, config.user_key))
+            if wanted:  # a step-up: the scopes the server asked for, with the configured ones
+                config = dataclasses.replace(config, oauth_scopes=f"{config.oauth_scopes} {wanted}".strip())
             try:
                 url = await authorization_start(config, timeout=timeout)
             except Exception:  # noqa: BLE001 - an unreachable server is left out, as any other
@@ -241,13 +248,26 @@ def _flow_cutoff():
     return timezone.now() - timedelta(seconds=settings.MCP_OAUTH_FLOW_SECONDS)
 
 
-def _grants_held(pairs: list[tuple[int | None, str]]) -> set[tuple[int, str]]:
+def _grants_held(pairs: list[tuple[int | None, str]]) -> tuple[set[tuple[int, str]], dict[tuple[int, str], str]]:
+    """Which (server, user) pairs hold tokens, and the scopes a step-up wants for those that lost them."""
     from django.db.models import Q
 
     query = Q()
     for server_id, user_key in pairs:
         query |= Q(server_id=server_id, user_key=user_key)
-    return set(McpToken.objects.filter(query).exclude(tokens="").values_list("server_id", "user_key"))
+    held, wanted = set(), {}
+    for server_id, user_key, tokens, scope in McpToken.objects.filter(query).values_list(
+            "server_id", "user_key", "tokens", "scope"):
+        if tokens:
+            held.add((server_id, user_key))
+        else:
+            wanted[(server_id, user_key)] = scope
+    return held, wanted
+
+
+def _tokens_drop(server_id: int, user_key: str, wanted_scope: str) -> None:
+    McpToken.objects.filter(server_id=server_id, user_key=user_key).update(tokens="", scope=wanted_scope,
+                                                                          expires_at=None)
 
 
 def grant_revoke(*, server_id: int, user_key: str | None = None) -> int:

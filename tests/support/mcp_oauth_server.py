@@ -50,7 +50,8 @@ class Provider:
 
     async def register_client(self, client_info) -> None:
         self.counts["registrations"] += 1
-        self.clients[client_info.client_id] = client_info
+        # Any registered client may ask for every scope this server knows (a step-up needs `write` later).
+        self.clients[client_info.client_id] = client_info.model_copy(update={"scope": "read write"})
 
     async def authorize(self, client, params) -> str:
         self.counts["authorize"] += 1
@@ -116,6 +117,11 @@ def build(port: int) -> MCPServer:
         provider.calls[subject] += 1
         return f"you are {subject}"
 
+    @server.tool(description="Write a note (needs the `write` scope).")
+    def write_note() -> str:
+        provider.calls[get_access_token().subject + ":write"] += 1
+        return "noted"
+
     @server.custom_route("/consent", methods=["GET"])
     async def consent(request: Request) -> Response:
         found = provider.pending.pop(request.query_params.get("pending", ""), None)
@@ -148,8 +154,41 @@ def build(port: int) -> MCPServer:
     return server
 
 
+def step_up(app, provider: Provider, base: str):
+    """Answers a call of `write_note` without the `write` scope with 403 insufficient_scope (a step-up
+    challenge, as a provider does for an operation that needs more than the token grants)."""
+
+    async def wrapped(scope, receive, send):
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != "/mcp":
+            return await app(scope, receive, send)
+        chunks, more = [], True
+        while more:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        auth = dict(scope["headers"]).get(b"authorization", b"").decode()
+        token = provider.access.get(auth.removeprefix("Bearer "))
+        if b'"write_note"' in body and token is not None and "write" not in token.scopes:
+            challenge = (f'Bearer error="insufficient_scope", scope="read write", '
+                         f'resource_metadata="{base}/.well-known/oauth-protected-resource/mcp"')
+            await send({"type": "http.response.start", "status": 403,
+                        "headers": [(b"www-authenticate", challenge.encode()), (b"content-length", b"0")]})
+            return await send({"type": "http.response.body", "body": b""})
+        replayed = iter([{"type": "http.request", "body": body, "more_body": False}])
+
+        async def replay():
+            return next(replayed, None) or await receive()
+
+        return await app(scope, replay, send)
+
+    return wrapped
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
     port = parser.parse_args().port
-    uvicorn.run(build(port).streamable_http_app(), host="127.0.0.1", port=port, log_level="warning")
+    server = build(port)
+    app = step_up(server.streamable_http_app(), server._auth_server_provider, f"http://127.0.0.1:{port}")
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")

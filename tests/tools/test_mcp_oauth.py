@@ -186,6 +186,28 @@ def test_a_grant_the_provider_revoked_is_dropped_and_asked_for_again(oapi, proje
     assert authorization_url(events)
 
 
+def test_a_scope_challenge_asks_the_user_again_for_the_joined_scopes(oapi, project, protected):
+    from tools.models import McpToken
+
+    protected_server(project, protected, "user")
+    thread_id = authorised_thread(oapi, "gina")
+    assert McpToken.objects.get(user_key="gina").scope == "read"
+
+    _, events = run(oapi, "Please use secure__write_note with {}", thread_id=thread_id, userKey="gina",
+                    previousRunId=last_run_id(oapi, thread_id))
+    [refused] = tool_results(events)
+    assert "needs the user's authorisation" in refused["content"]
+    _, events = ask(oapi, "gina", thread_id)
+    url = authorization_url(events)
+    assert dict(urllib.parse.parse_qsl(urllib.parse.urlparse(url).query))["scope"].split() == ["read", "write"]
+    assert authorise(url, "gina").status_code == 200
+
+    _, events = run(oapi, "Please use secure__write_note with {}", thread_id=thread_id, userKey="gina",
+                    previousRunId=last_run_id(oapi, thread_id))
+    assert tool_results(events)[0]["content"] == "noted"
+    assert stats(protected)["calls"]["gina:write"] == 1
+
+
 def test_an_answer_naming_another_issuer_is_refused(oapi, project, protected):
     from tools.models import McpToken
 
