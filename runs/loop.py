@@ -298,7 +298,7 @@ async def _pause_for_authorization(started: StartedRun, control: RunControl,
                                    needed: list[tuple[str, str]]) -> AsyncIterator[BaseEvent]:
     """Before the model is called: the user must authorise protected MCP servers first. The run pauses
     with nothing pending; the app opens each URL, and the thread's next run goes on with the grants
-    (docs/protocol.md#mcp-authorisation)."""
+    (docs/protocol.md#the-event-stream)."""
     thread, run = started.thread, started.run
     released = await db_call(services.run_pause, thread=thread, run=run, pending_ids=[])
     control.settle("paused")
