@@ -197,11 +197,17 @@ ROUTES: dict[str, dict[str, Route] | Exempt] = {
     "logout": Exempt("the page's logout"),
     "admin": Exempt("Django's admin: staff sessions, no project key"),
     "^api/(?P<rest>.*)$": Exempt("the gateway's 404 for an unknown path"),
-    "^(?:projects/|registry(?:/|$)|auth/mcp/access-token$|storage/presign$)": Exempt(
+    "^(?:projects/|registry(?:/|$)|storage/presign$)": Exempt(
         "the SDK's older routes: a JSON 404 naming what to use instead, reading nothing of a project"),
     # Revoking MCP grants by API (docs/tools.md#protected-mcp-servers): none held, so 0 revoked.
     "mcp-grants-revoke": {"DELETE": Route(_with_user("DELETE", "/v1/mcp-servers/secure/authorizations"), 200,
                                           USER_CALLER, setup=_mcp_server_setup)},
+    # A project with an MCP server gets a token; `{}` without one (the caller passed either way).
+    "mcp-access-token": {"POST": Route(
+        lambda s, user="alice", **_: s.call("POST", "/auth/mcp/access-token", json={"contextKey": user}), 201,
+        USER_CALLER, setup=_mcp_server_setup)},
+    "mcp": Exempt("its caller is a 15-minute token of /auth/mcp/access-token, which applied the project's rules; "
+                  "tests/tools/test_mcp_gateway.py"),
     "mcp-oauth-callback": Exempt("the authorization server sends the browser back: no caller; the flow's one-time "
                                  "state names the server and the user (tests/tools/test_mcp_oauth.py)"),
     "mcp-oauth-start": Exempt("the admin's staff session only: "
