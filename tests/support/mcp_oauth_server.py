@@ -122,6 +122,12 @@ def build(port: int) -> MCPServer:
         provider.calls[get_access_token().subject + ":write"] += 1
         return "noted"
 
+    @server.resource("secret://mine", mime_type="text/plain", description="The caller's own note.")
+    def mine() -> str:
+        subject = get_access_token().subject
+        provider.calls[subject + ":resource"] += 1
+        return f"the note of {subject}"
+
     @server.custom_route("/consent", methods=["GET"])
     async def consent(request: Request) -> Response:
         found = provider.pending.pop(request.query_params.get("pending", ""), None)

@@ -257,3 +257,26 @@ def test_the_start_button_is_for_staff_only(live, project, protected, oapi):
     page_user = staff_session(live.url, staff=False)
     assert page_user.get(f"{live.url}/mcp-auth/start/{server.pk}", allow_redirects=False,
                          timeout=30).status_code == 403
+
+
+def test_mcp_reaches_a_protected_server_with_the_tokens_user_only(oapi, project, protected):
+    from tests.tools.test_mcp_gateway import mcp_token, through_mcp
+
+    protected_server(project, protected, "user")
+    authorised_thread(oapi, "hana")
+
+    async def read_mine(client):
+        listed = await client.list_resources()
+        return [str(r.uri) for r in listed.resources], (await client.read_resource("secure:secret://mine")).contents
+
+    token = mcp_token(oapi, contextKey="hana").json()["mcpAccessToken"]
+    uris, contents = through_mcp(oapi, token, read_mine)
+    assert uris == ["secure:secret://mine"] and contents[0].text == "the note of hana"
+
+    async def list_only(client):
+        return [str(r.uri) for r in (await client.list_resources()).resources]
+
+    calls = stats(protected)["calls"]
+    ivan = mcp_token(oapi, contextKey="ivan").json()["mcpAccessToken"]
+    assert through_mcp(oapi, ivan, list_only) == []  # ivan holds no grant: the server lists nothing for him
+    assert stats(protected)["calls"] == calls  # and nothing was asked of it with hana's token
