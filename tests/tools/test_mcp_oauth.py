@@ -96,6 +96,7 @@ def authorised_thread(api: Api, user: str) -> str:
     return thread_id
 
 
+@pytest.mark.both_dbs
 def test_a_users_first_run_pauses_with_the_url_and_after_the_callback_the_next_run_goes_on(oapi, project,
                                                                                               protected, live):
     from tools.models import McpToken
@@ -127,6 +128,7 @@ def test_a_users_first_run_pauses_with_the_url_and_after_the_callback_the_next_r
         assert not any(token in text for text in seen)
 
 
+@pytest.mark.both_dbs
 def test_a_user_cannot_use_another_users_grant(oapi, project, protected):
     protected_server(project, protected, "user")
     authorised_thread(oapi, "alice")
