@@ -40,6 +40,8 @@ class RequestModel(WireModel):
 # --- Tambo's own AG-UI events (CUSTOM events, docs/protocol.md#the-event-stream and #components) ----------------------
 
 AWAITING_INPUT = "tambo.run.awaiting_input"
+# A run that needs its user's OAuth authorisation of protected MCP servers first (docs/protocol.md).
+MCP_AUTHORIZATION_REQUIRED = "tambo.mcp.authorization_required"
 COMPONENT_START = "tambo.component.start"
 COMPONENT_PROPS_DELTA = "tambo.component.props_delta"
 COMPONENT_END = "tambo.component.end"

@@ -45,8 +45,6 @@ INSTEAD = {
                   "`manage.py createapikey`; GET /projects answers the caller's own project.",
     "/registry/": "This server has no component registry: register components in the app "
                   "(TamboProvider's `components`).",
-    "/auth/mcp/access-token": "This server does not issue tokens for Tambo's hosted MCP server: give the app "
-                              "its MCP servers directly, or configure server-side MCP servers on the project.",
     "/storage/presign": "This server stores no uploads: send images and files inline in the message "
                         "(docs/images-and-voice.md).",
 }

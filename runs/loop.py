@@ -32,7 +32,7 @@ from runs.recovery import settle
 from runs.services import StartedRun
 from runs.step import Call, Step
 from runs.tool_counts import TurnToolCounts
-from runs.toolbox import Toolbox, ToolResult, error_result, mcp_tools_load, toolbox_build
+from runs.toolbox import Toolbox, ToolResult, error_result, mcp_grants, mcp_tools_load, toolbox_build
 from telemetry import tracing
 from telemetry.runs import meter_of
 
@@ -89,6 +89,10 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
     try:
         # run_start took the lock straight into STREAMING and read the project's tools with it.
         toolbox = await _toolbox(started)
+        if toolbox.authorizations:
+            async for event in _pause_for_authorization(started, control, toolbox.authorizations):
+                yield event
+            return
         messages = build_model_messages(thread.project.system_prompt, started.history,
                                         allow_override=project_settings(thread.project).allow_system_prompt_override)
         await memories_inject(started, messages, context_budget.label_of(provider))
@@ -190,7 +194,8 @@ async def _toolbox(started: StartedRun) -> Toolbox:
     toolbox = toolbox_build(client_tools=body.tools or [], components=body.available_components or [],
                             enabled=started.tools.enabled,
                             result_max_chars=project_settings(started.thread.project).tool_result_max_chars)
-    toolbox.mcp_tools = await mcp_tools_load(started.tools.mcp_configs)
+    configs, toolbox.authorizations = await mcp_grants(started.tools.mcp_configs, user_key=started.thread.user_key)
+    toolbox.mcp_tools = await mcp_tools_load(configs)
     memory_tools_add(started, toolbox)
     return toolbox
 
@@ -292,6 +297,22 @@ async def _pause(started: StartedRun, control: RunControl, pending: list[Call]) 
         {"toolCallId": c.id, "toolName": c.name, "arguments": c.arguments or "{}"} for c in pending]})
     yield RunFinishedEvent(thread_id=thread.id, run_id=run.id,
                            outcome=RunFinishedSuccessOutcome(pending_tool_call_ids=ids))
+
+
+async def _pause_for_authorization(started: StartedRun, control: RunControl,
+                                   needed: list[tuple[str, str]]) -> AsyncIterator[BaseEvent]:
+    """Before the model is called: the user must authorise protected MCP servers first. The run pauses
+    with nothing pending; the app opens each URL, and the thread's next run goes on with the grants
+    (docs/protocol.md#the-event-stream)."""
+    thread, run = started.thread, started.run
+    released = await db_call(services.run_pause, thread=thread, run=run, pending_ids=[])
+    control.settle("paused")
+    if not released:
+        yield _lost_lock()
+        return
+    yield CustomEvent(name=wire.MCP_AUTHORIZATION_REQUIRED, value={"servers": [
+        {"serverName": name, "authorizationUrl": url} for name, url in needed]})
+    yield RunFinishedEvent(thread_id=thread.id, run_id=run.id)
 
 
 async def _save_partial(started: StartedRun, step: Step | None, cancelled: bool,

@@ -54,6 +54,8 @@ class Toolbox:
     # Server and MCP calls that timed out in this run: each counts as a step (runs/loop.py MAX_STEPS),
     # so a tool that hangs cannot keep a run going for MAX_STEPS model calls of its timeout each.
     timeouts: int = 0
+    # Protected MCP servers the run's user must authorise before the run goes on: (server, URL).
+    authorizations: list[tuple[str, str]] = field(default_factory=list)
 
     def kind(self, name: str) -> Kind | None:
         if name in self.components:
@@ -192,6 +194,17 @@ def tool_executor() -> ThreadPoolExecutor:
 
 
 _cache = None
+
+
+async def mcp_grants(configs: list[Any], *, user_key: str) -> tuple[list[Any], list[tuple[str, str]]]:
+    """The MCP servers the run may use, each OAuth one bound to its grant, and the authorisations the
+    user must give first (tools/mcp_vault.py `grants_check`); no statement without an OAuth server."""
+    if not any(config.auth != "none" for config in configs):
+        return configs, []
+    from tools.mcp_vault import grants_check
+
+    grants = await grants_check(configs, user_key=user_key, timeout=settings.MCP_TIMEOUT)
+    return grants.configs, grants.needed
 
 
 async def mcp_tools_load(configs: list[Any]) -> dict[str, tuple[Any, str, ModelTool]]:

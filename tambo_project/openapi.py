@@ -3,8 +3,8 @@
 drf-spectacular describes the DRF views (threads, messages, component state) from their
 `extend_schema` and the pydantic wire models. `postprocess_v1_schema` adds what it cannot see: the
 run endpoints (runs/openapi.py), names and suggestions (assist/openapi.py), the token exchange
-(projects/openapi.py), voice (projects/voice_openapi.py), forgetting a user (retention/openapi.py) and the
-chat-completions gateway
+(projects/openapi.py), voice (projects/voice_openapi.py), forgetting a user (retention/openapi.py),
+revoking MCP grants (tools/openapi.py) and the chat-completions gateway
 (gateway/openapi.py), and the problem+json error answers every /v1 operation can give
 (docs/protocol.md#errors, core/openapi.py).
 
@@ -24,6 +24,7 @@ from projects.openapi import add_token_exchange
 from projects.voice_openapi import audio_paths
 from retention.openapi import SESSION_DEFINITION, SESSION_SCHEME, user_forget_path
 from runs.openapi import agui_path, run_events_path, run_paths
+from tools.openapi import mcp_grants_path
 
 SECURITY_DEFINITION = {
     "type": "apiKey",
@@ -75,6 +76,7 @@ def postprocess_v1_schema(result: dict[str, Any], generator, request, public) ->
     paths.update(audio_paths())
     components["securitySchemes"][SESSION_SCHEME] = SESSION_DEFINITION
     paths.update(user_forget_path())
+    paths.update(mcp_grants_path())
     # The chat-completions gateway lives outside /v1 but belongs in the same reference.
     components["securitySchemes"][GATEWAY_SECURITY] = GATEWAY_SECURITY_DEFINITION
     paths.update(gateway_paths())

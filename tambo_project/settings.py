@@ -298,6 +298,13 @@ MCP_SESSION_IDLE_SECONDS = env.float("MCP_SESSION_IDLE_SECONDS", default=300.0)
 # After a failed tool listing runs leave the server out at once; it is listed again in the background
 # this long after the failure, doubling per failure in a row up to 60 times as long.
 MCP_RETRY_SECONDS = env.float("MCP_RETRY_SECONDS", default=5.0)
+# Protected MCP servers (docs/tools.md#protected-mcp-servers): this server's OAuth callback as the
+# authorization servers see it (the redirect URI registered with them), an optional client ID metadata
+# document URL (HTTPS, preferred over dynamic registration where offered), and how long a started
+# authorisation may wait for its callback.
+MCP_OAUTH_REDIRECT_URL = env.str("MCP_OAUTH_REDIRECT_URL", default="http://localhost:8000/mcp/oauth/callback")
+MCP_OAUTH_CLIENT_METADATA_URL = env.str("MCP_OAUTH_CLIENT_METADATA_URL", default="") or None
+MCP_OAUTH_FLOW_SECONDS = env.float("MCP_OAUTH_FLOW_SECONDS", default=900.0)
 # While a run waits on the model or a tool, its stream carries an SSE comment this often.
 HEARTBEAT_SECONDS = env.float("HEARTBEAT_SECONDS", default=15.0)
 

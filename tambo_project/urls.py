@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularJSONAPIView, SpectacularRedocView
 from tambo_project import openapi  # noqa: F401
 from tambo_project import audio_views, views
 from telemetry.views import metrics_view
+from threads import mcp_views
 
 # Django's own refusals (a bad Host) in the route's error shape.
 handler400 = "tambo_project.views.bad_request"
@@ -28,7 +29,11 @@ urlpatterns = [
     path("v1/", include("runs.agui.urls")),
     path("v1/", include("threads.urls")),
     path("audio/transcribe", audio_views.transcribe_view, name="audio-transcribe"),
+    # The browser's MCP gateway (docs/tools.md#the-browsers-mcp-endpoint), before the SDK's older routes.
+    path("auth/mcp/access-token", mcp_views.access_token_view, name="mcp-access-token"),
+    path("mcp", mcp_views.mcp_view, name="mcp"),
     path("", include("projects.urls")),
+    path("", include("tools.urls")),
     path("", include("gateway.urls")),
     # Thread names and suggestions: /v1 and the SDK's paths without it.
     path("", include("assist.urls")),

@@ -10,7 +10,7 @@ from runs.models import Run
 from tests.support.admin import admin_url
 from threads import services
 from threads.models import Message, Thread
-from tools.models import McpServer, ProjectTool
+from tools.models import McpServer, McpToken, ProjectTool
 
 pytestmark = pytest.mark.django_db
 
@@ -29,11 +29,15 @@ def rows(db):
               in_lock=lambda locked: Run.objects.create(id="run_admin", thread=locked, model="offline"))
     mcp = McpServer.objects.create(project=project, name="files", command="mcp-files")
     tool = ProjectTool.objects.create(project=project, name="current_time")
+    secured = McpServer.objects.create(project=project, name="secured", transport="http", url="https://mcp.example/mcp",
+                                       auth="user")
+    grant = McpToken.objects.create(server=secured, project=project, user_key="alice", tokens="fernet:sealed",
+                                    scope="read", expires_at=2_000_000_000.0)
     return {Project: project, ApiKey: key, Thread: thread, Message: message, Run: Run.objects.get(),
-            McpServer: mcp, ProjectTool: tool}
+            McpServer: mcp, ProjectTool: tool, McpToken: grant}
 
 
-MODELS = [Project, ApiKey, Thread, Message, Run, McpServer, ProjectTool]
+MODELS = [Project, ApiKey, Thread, Message, Run, McpServer, ProjectTool, McpToken]
 
 
 def _url(model, view: str, *args) -> str:
@@ -81,3 +85,22 @@ def test_adding_an_api_key_shows_the_full_key_once(admin_client, rows):
     assert api_key_find(raw).project == project
     # Not shown again: the key's own page has only its prefix.
     assert raw not in admin_client.get(_url(ApiKey, "change", created.pk)).content.decode()
+
+
+def test_an_mcp_servers_client_secret_is_stored_encrypted_and_never_shown_back(admin_client, rows, settings):
+    from cryptography.fernet import Fernet
+
+    settings.SECRETS_KEYS = [Fernet.generate_key().decode()]
+    server = rows[McpServer]
+    form = {"project": server.project_id, "name": "files", "transport": "http", "command": "", "args": "[]",
+            "env": "{}", "url": "https://mcp.example/mcp", "headers": "{}", "enabled": "on", "auth": "project",
+            "oauth_scopes": "read", "oauth_client_id": "my-app", "oauth_client_secret": "s3cret-value-1234"}
+    assert admin_client.post(_url(McpServer, "change", server.pk), form).status_code == 302
+    stored = McpServer.objects.get(pk=server.pk).oauth_client_secret
+    assert stored.startswith("fernet:") and "s3cret" not in stored
+    page = admin_client.get(_url(McpServer, "change", server.pk)).content.decode()
+    assert "s3cret-value-1234" not in page and stored not in page
+    assert "stored (…1234)" in page and "Authorise" in page
+    # Saved again with the field left blank: the stored secret stays.
+    assert admin_client.post(_url(McpServer, "change", server.pk), {**form, "oauth_client_secret": ""}).status_code == 302
+    assert McpServer.objects.get(pk=server.pk).oauth_client_secret == stored

@@ -135,6 +135,13 @@ def _with_user(method: str, path: str, body: dict | None = None):
                                                json=None if body is None else {**body, "userKey": user})
 
 
+def _mcp_server_setup(s: Scene) -> None:
+    from tools.models import McpServer
+
+    McpServer.objects.get_or_create(project=s.project, name="secure", defaults={
+        "transport": "http", "url": "http://127.0.0.1:9/mcp", "auth": "user"})
+
+
 # Keyed by route name (namespace:name), and by method for routes with several.
 ROUTES: dict[str, dict[str, Route] | Exempt] = {
     "thread-runs": {"POST": Route(_run_new, 200, USER_CALLER + MODEL_CALL + (ALLOWED_MODEL, CONTEXT_BUDGET),
@@ -190,8 +197,21 @@ ROUTES: dict[str, dict[str, Route] | Exempt] = {
     "logout": Exempt("the page's logout"),
     "admin": Exempt("Django's admin: staff sessions, no project key"),
     "^api/(?P<rest>.*)$": Exempt("the gateway's 404 for an unknown path"),
-    "^(?:projects/|registry(?:/|$)|auth/mcp/access-token$|storage/presign$)": Exempt(
+    "^(?:projects/|registry(?:/|$)|storage/presign$)": Exempt(
         "the SDK's older routes: a JSON 404 naming what to use instead, reading nothing of a project"),
+    # Revoking MCP grants by API (docs/tools.md#protected-mcp-servers): none held, so 0 revoked.
+    "mcp-grants-revoke": {"DELETE": Route(_with_user("DELETE", "/v1/mcp-servers/secure/authorizations"), 200,
+                                          USER_CALLER, setup=_mcp_server_setup)},
+    # A project with an MCP server gets a token; `{}` without one (the caller passed either way).
+    "mcp-access-token": {"POST": Route(
+        lambda s, user="alice", **_: s.call("POST", "/auth/mcp/access-token", json={"contextKey": user}), 201,
+        USER_CALLER, setup=_mcp_server_setup)},
+    "mcp": Exempt("its caller is a 15-minute token of /auth/mcp/access-token, which applied the project's rules; "
+                  "tests/tools/test_mcp_gateway.py"),
+    "mcp-oauth-callback": Exempt("the authorization server sends the browser back: no caller; the flow's one-time "
+                                 "state names the server and the user (tests/tools/test_mcp_oauth.py)"),
+    "mcp-oauth-start": Exempt("the admin's staff session only: "
+                              "tests/tools/test_mcp_oauth.py::test_the_start_button_is_for_staff_only"),
     "user-forget": Exempt("the admin's staff session only, a project key is refused 403: "
                           "tests/retention/test_forget_user.py::test_only_the_admins_staff_may_forget_a_user"),
 }

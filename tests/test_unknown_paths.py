@@ -42,7 +42,7 @@ def test_get_projects_without_a_key_is_a_401_problem(live_server_url):
 
 
 @pytest.mark.parametrize(("method", "path", "instead"), [
-    ("POST", "/auth/mcp/access-token", "MCP"), ("POST", "/storage/presign", "inline"),
+    ("POST", "/storage/presign", "inline"),
     ("GET", "/registry/DataCard", "components"), ("DELETE", "/projects/p/api-key/k", "admin")])
 def test_a_hosted_service_route_is_a_404_naming_what_to_use_instead(api, method, path, instead):
     response = api.session.request(method, api.base_url + path, json={}, timeout=30)
@@ -55,5 +55,6 @@ def test_the_sdks_older_methods_answer_json_not_a_page(live_server_url, api_key,
     result = node.run_scenario("run.mjs", "legacy_routes", live_server_url, api_key)
 
     assert result["project"] == {"id": project.id, "name": project.name, "isTokenRequired": False}
-    assert set(result["refusals"]) == {"registry", "mcpToken", "presign", "projectKeys"}
+    assert set(result["refusals"]) == {"registry", "presign", "projectKeys"}
+    assert result["mcpToken"] == {}  # served: a project without MCP servers gets no token
     assert all(r["code"] == "NOT_FOUND" and "not served" in r["detail"] for r in result["refusals"].values())

@@ -28,6 +28,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import (CONNECTION_CLOSED, AudioContent, BlobResourceContents, CallToolResult,
                        EmbeddedResource, ImageContent, ResourceLink, TextContent)
 
+from tools.mcp_oauth import authorization_required_in
+
 __all__ = [
     "McpClientError",
     "McpResult",
@@ -76,6 +78,15 @@ class McpServerConfig:
     env: Pairs | None = field(default=None, repr=False)  # stdio: merged over a minimal safe environment
     url: str | None = None  # http: the streamable HTTP endpoint
     headers: Pairs | None = field(default=None, repr=False)  # http
+    # OAuth (docs/tools.md#protected-mcp-servers): "project" or "user" (http and sse only); the grant
+    # used is the vault's for (server_id, user_key), user_key "" being the project's. A config per
+    # user keys its own tool list and connection: one user's grant never serves another's call.
+    auth: Literal["none", "project", "user"] = "none"
+    server_id: int | None = None
+    user_key: str = ""
+    oauth_scopes: str = ""
+    oauth_client_id: str = ""
+    oauth_client_secret: str = field(default="", repr=False)  # as stored: encrypted or env:NAME
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "args", tuple(self.args))
@@ -89,6 +100,8 @@ class McpServerConfig:
                 raise ValueError(f"MCP server {self.name!r}: the {self.transport} transport needs a url.")
         else:
             raise ValueError(f"MCP server {self.name!r}: unknown transport {self.transport!r}.")
+        if self.auth != "none" and (self.transport == "stdio" or self.server_id is None):
+            raise ValueError(f"MCP server {self.name!r}: OAuth needs an HTTP transport and a stored server.")
 
 
 @dataclass(frozen=True)
@@ -192,7 +205,11 @@ async def call_outcome(config: McpServerConfig, tool_name: str, call: Callable[[
             return _error_result(f"The MCP server {config.name!r} could not be reached.")
         logger.warning("MCP tool %r on server %r: protocol error %s", tool_name, config.name, exc.code)
         return _error_result(f"The MCP server {config.name!r} rejected the call to {tool_name!r}: {exc.message}")
-    except Exception:
+    except Exception as exc:
+        if authorization_required_in(exc) is not None:
+            logger.warning("MCP tool %r on server %r: the grant was refused", tool_name, config.name)
+            return _error_result(f"The MCP server {config.name!r} needs the user's authorisation (again) for "
+                                 f"{tool_name!r}; they are asked for it on their next message.")
         logger.warning("MCP tool %r on server %r failed", tool_name, config.name, exc_info=True)
         return _error_result(f"The MCP server {config.name!r} could not be reached.")
     return McpResult(content=content_blocks(result), is_error=bool(result.is_error))
@@ -234,7 +251,13 @@ def _content_block(item: Any) -> dict[str, Any] | None:
 
 
 @asynccontextmanager
-async def _connect(config: McpServerConfig) -> AsyncIterator[Client]:
+async def _connect(config: McpServerConfig, auth: httpx2.Auth | None = None) -> AsyncIterator[Client]:
+    """A connected client. A server behind OAuth gets `auth`, or else the vault's grant for the config's
+    user that starts no authorisation (tools/mcp_vault.py: a lost grant raises AuthorizationRequired)."""
+    if auth is None and config.auth != "none":
+        from tools.mcp_vault import vault_auth  # the vault is Django's; only OAuth servers need it
+
+        auth = vault_auth(config, interactive=False)
     async with AsyncExitStack() as stack:
         target: Any
         if config.transport == "stdio":
@@ -248,13 +271,14 @@ async def _connect(config: McpServerConfig) -> AsyncIterator[Client]:
             assert config.url is not None  # checked by McpServerConfig
             # The older HTTP+SSE transport: a GET stream for the server's messages and POSTs to the endpoint
             # it names. As below, the caller's timeout bounds the exchange, not the transport's own.
-            target = sse_client(config.url, headers=dict(config.headers or ()), timeout=300.0, sse_read_timeout=300.0)
+            target = sse_client(config.url, headers=dict(config.headers or ()), timeout=300.0, sse_read_timeout=300.0,
+                                auth=auth)
         else:
             assert config.url is not None  # checked by McpServerConfig
             # The caller's timeout bounds the whole exchange; the HTTP client's own timeouts only
             # need to be no shorter than any sensible value of it.
             http = await stack.enter_async_context(
-                httpx2.AsyncClient(headers=dict(config.headers or ()), timeout=httpx2.Timeout(300.0))
+                httpx2.AsyncClient(headers=dict(config.headers or ()), timeout=httpx2.Timeout(300.0), auth=auth)
             )
             target = streamable_http_client(config.url, http_client=http)
         # The SDK's response cache would outlive nothing here: every connection is fresh.

@@ -10,6 +10,9 @@ listings go through the same session (`list_tools`), so a stdio server is one pr
 whatever the load: listings and calls included. A call
 that fails with anything but the tool's own error result (a timeout, a lost connection, a crashed
 server) closes the session; the next call starts a new one.
+
+A server behind OAuth is connected per call instead (tools/mcp_vault.py): each connection reads its
+user's grant from the vault, so a revoked grant is never used by a session opened before.
 """
 from __future__ import annotations
 
@@ -22,7 +25,8 @@ from django.conf import settings
 from mcp import MCPError
 from mcp.types import CONNECTION_CLOSED
 
-from tools.mcp_client import McpResult, McpServerConfig, McpTool, _connect, call_outcome, listing_outcome, tools_of
+from tools.mcp_client import (McpResult, McpServerConfig, McpTool, _connect, call_outcome, call_tool, list_tools,
+                              listing_outcome, tools_of)
 
 logger = logging.getLogger(__name__)
 
@@ -97,12 +101,16 @@ class McpSessions:
                         timeout: float) -> McpResult:
         """As tools.mcp_client.call_tool (never raises for a failure of the server or the tool),
         on the server's kept session."""
+        if config.auth != "none":
+            return await call_tool(config, tool_name, arguments, timeout=timeout)
         session, future, hung = self._submit(config, lambda client: client.call_tool(tool_name, arguments))
         return await call_outcome(config, tool_name, lambda: asyncio.shield(future), timeout=timeout,
                                   on_timeout=hung)
 
     async def list_tools(self, config: McpServerConfig, *, timeout: float) -> list[McpTool]:
         """As tools.mcp_client.list_tools (raises McpClientError), on the server's kept session."""
+        if config.auth != "none":
+            return await list_tools(config, timeout=timeout)
         session, future, hung = self._submit(config, tools_of)
         return await listing_outcome(config, lambda: asyncio.shield(future), timeout=timeout, on_timeout=hung)
 

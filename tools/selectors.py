@@ -10,7 +10,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-_MCP_FIELDS = ("name", "transport", "command", "args", "env", "url", "headers")
+_MCP_FIELDS = ("id", "name", "transport", "command", "args", "env", "url", "headers", "auth", "oauth_scopes",
+               "oauth_client_id", "oauth_client_secret")
 
 
 @dataclass
@@ -30,6 +31,8 @@ def project_tools(row: Any) -> ProjectTools:
             name=server["name"], transport=server["transport"], command=server["command"] or None,
             args=tuple(server["args"] or ()), env=dict(server["env"] or {}) or None,
             url=server["url"] or None, headers=dict(server["headers"] or {}) or None,
+            auth=server["auth"] or "none", server_id=server["id"], oauth_scopes=server["oauth_scopes"] or "",
+            oauth_client_id=server["oauth_client_id"] or "", oauth_client_secret=server["oauth_client_secret"] or "",
         ))
     return ProjectTools(enabled=list(_json(row.tools_enabled)), mcp_configs=configs)
 

@@ -459,7 +459,6 @@ Object.assign(scenarios, {
     const refusals = {};
     for (const [name, call] of Object.entries({
       registry: () => sdk.beta.registry.retrieve("DataCard"),
-      mcpToken: () => sdk.beta.auth.getMcpToken({ contextKey: USER_KEY }),
       presign: () => sdk.storage.presign({ contentType: "image/png", fileName: "a.png", size: 10 }),
       projectKeys: () => sdk.beta.projects.apiKey.list("p"),
     })) {
@@ -472,7 +471,10 @@ Object.assign(scenarios, {
         refusals[name] = { code: error.error?.code, detail: error.error?.detail };
       }
     }
-    return { project: { id: project.id, name: project.name, isTokenRequired: project.isTokenRequired }, refusals };
+    // Served now (docs/tools.md#the-browsers-mcp-endpoint): `{}` for a project without MCP servers.
+    const mcpToken = await sdk.beta.auth.getMcpToken({ contextKey: USER_KEY });
+    return { project: { id: project.id, name: project.name, isTokenRequired: project.isTokenRequired }, refusals,
+             mcpToken };
   },
 
   /** beta.auth.getToken exchanges a user token; the access token lists the user's threads without userKey. */

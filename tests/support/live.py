@@ -34,9 +34,9 @@ def database_url() -> str:
 class LiveServer:
     def __init__(self, name: str, extra_env: dict[str, str] | None = None,
                  app: str = "tambo_project.asgi:application", args: tuple[str, ...] = (),
-                 start_timeout: float = 120.0, through_cli: bool = False):
+                 start_timeout: float = 120.0, through_cli: bool = False, port: int | None = None):
         self.name = name
-        self.port = free_port()
+        self.port = port or free_port()  # given: the server's own URL goes into its environment
         self.url = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "DATABASE_URL": database_url(), "MODEL_PROVIDER": "offline",
                "OFFLINE_MODEL_DELAY": "0.002", "RUN_WATCH_INTERVAL": "0.2", "LOG_LEVEL": "WARNING",

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 SERVER_SCRIPT = Path(__file__).with_name("mcp_server.py")
+OAUTH_SERVER_SCRIPT = Path(__file__).with_name("mcp_oauth_server.py")
 
 
 def stdio_command() -> tuple[str, tuple[str, ...]]:
@@ -49,9 +50,24 @@ def _answers_http(port: int) -> bool:
 def running_http_mcp_server(*, startup_timeout: float = 60.0, transport: str = "http") -> Iterator[str]:
     """Run the test server over streamable HTTP (or the older HTTP+SSE: `transport="sse"`); yield its URL."""
     port = free_port()
+    with _running([str(SERVER_SCRIPT), transport, "--port", str(port)], port, startup_timeout):
+        yield f"http://127.0.0.1:{port}/{'sse' if transport == 'sse' else 'mcp'}"
+
+
+@contextmanager
+def running_oauth_mcp_server(*, startup_timeout: float = 60.0) -> Iterator[str]:
+    """Run the protected test server (tests/support/mcp_oauth_server.py); yield its base URL
+    (the MCP endpoint is `<base>/mcp`, the authorization server `<base>`)."""
+    port = free_port()
+    with _running([str(OAUTH_SERVER_SCRIPT), "--port", str(port)], port, startup_timeout):
+        yield f"http://127.0.0.1:{port}"
+
+
+@contextmanager
+def _running(args: list[str], port: int, startup_timeout: float) -> Iterator[None]:
     with tempfile.TemporaryFile() as log:
         process = subprocess.Popen(
-            [sys.executable, str(SERVER_SCRIPT), transport, "--port", str(port)],
+            [sys.executable, *args],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -64,7 +80,7 @@ def running_http_mcp_server(*, startup_timeout: float = 60.0, transport: str = "
                     output = log.read().decode(errors="replace")[-2000:]
                     raise RuntimeError(f"The test MCP server did not start on port {port}:\n{output}")
                 time.sleep(0.05)
-            yield f"http://127.0.0.1:{port}/{'sse' if transport == 'sse' else 'mcp'}"
+            yield
         finally:
             process.terminate()
             try:

@@ -89,6 +89,11 @@ def red_dot() -> bytes:
     return tiny_png()
 
 
+@server.prompt(description="Ask for a summary of a topic.")
+def summarise(topic: str) -> str:
+    return f"Please summarise {topic} in one line."
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("transport", choices=["stdio", "http", "sse"])

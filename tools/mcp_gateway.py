@@ -1,0 +1,156 @@
+"""`/mcp`: the project's MCP servers' prompts and resources as one MCP server, for the browser
+(docs/tools.md#the-browsers-mcp-endpoint), as Tambo's hosted API had it.
+
+`@tambo-ai/react`'s MCP provider reaches it with a 15-minute token from `POST /auth/mcp/access-token`
+(`access_token_issue`, `access_token_read`): the token names the project, the end user and, when bound
+to one, the thread; it is signed with the server's SECRET_KEY (Django's signing) and carries no
+upstream credential. Each upstream server is reached as the run path reaches it (tools/mcp_client.py),
+with the token's user's grant for a protected one: what a user may not call in a run, they cannot
+list here either.
+
+Stateless streamable HTTP: every JSON-RPC request is answered with one JSON response, no session id,
+no server-to-client stream (GET answers 405, as the transport allows). Prompt names and resource URIs
+are prefixed with their server's name (`linear:summarise`, `linear:issue://42`), as Tambo's were.
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from typing import Any
+
+from django.conf import settings
+from django.core import signing
+
+log = logging.getLogger(__name__)
+
+TOKEN_SECONDS = 15 * 60
+_SALT = "tambo.mcp-access-token"
+_HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+METHOD_NOT_FOUND, INVALID_PARAMS, INVALID_REQUEST = -32601, -32602, -32600
+
+
+@dataclasses.dataclass(frozen=True)
+class McpAccess:
+    project_id: str
+    user_key: str
+    thread_id: str | None
+
+
+def access_token_issue(access: McpAccess) -> dict[str, Any]:
+    """The answer of `POST /auth/mcp/access-token` for `access` (the caller checked already)."""
+    token = signing.dumps({"p": access.project_id, "u": access.user_key, "t": access.thread_id}, salt=_SALT,
+                          compress=True)
+    return {"mcpAccessToken": token, "expiresAt": int((time.time() + TOKEN_SECONDS) * 1000),
+            "hasSession": access.thread_id is not None}
+
+
+def access_token_read(token: str) -> McpAccess | None:
+    """The access a token gives, or None for a forged, altered or expired one."""
+    try:
+        claims = signing.loads(token, salt=_SALT, max_age=TOKEN_SECONDS)
+    except signing.BadSignature:
+        return None
+    return McpAccess(project_id=claims["p"], user_key=claims["u"], thread_id=claims.get("t"))
+
+
+class RpcError(Exception):
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+async def rpc_answer(message: Any, configs: list[Any]) -> dict[str, Any] | None:
+    """The JSON-RPC response to one message from the browser (None for a notification)."""
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or not isinstance(message.get("method"), str):
+        return _error(None, INVALID_REQUEST, "A single JSON-RPC 2.0 request is expected.")
+    if "id" not in message:
+        return None  # notifications/initialized and the like: nothing to answer
+    params = message.get("params") or {}
+    try:
+        result = await _dispatch(message["method"], params if isinstance(params, dict) else {}, configs)
+    except RpcError as exc:
+        return _error(message["id"], exc.code, exc.message)
+    return {"jsonrpc": "2.0", "id": message["id"], "result": result}
+
+
+def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+
+
+async def _dispatch(method: str, params: dict[str, Any], configs: list[Any]) -> dict[str, Any]:
+    if method == "initialize":
+        asked = params.get("protocolVersion")
+        return {"protocolVersion": asked if asked in _HANDSHAKE_VERSIONS else _HANDSHAKE_VERSIONS[-1],
+                "capabilities": {"prompts": {}, "resources": {}} if configs else {},
+                "serverInfo": {"name": "tambo-django", "version": "1.0.0"}}
+    if method == "ping":
+        return {}
+    if method == "prompts/list":
+        return {"prompts": await _gather(configs, _prompts_of)}
+    if method == "resources/list":
+        return {"resources": await _gather(configs, _resources_of)}
+    if method == "resources/templates/list":
+        return {"resourceTemplates": []}
+    if method == "prompts/get":
+        config, name = _named(configs, params.get("name"))
+        arguments = params.get("arguments") or None
+        return await _on(config, lambda client: client.get_prompt(name, arguments))
+    if method == "resources/read":
+        config, uri = _named(configs, params.get("uri"))
+        return await _on(config, lambda client: client.read_resource(uri))
+    raise RpcError(METHOD_NOT_FOUND, f"This server does not offer {method}.")
+
+
+def _named(configs: list[Any], prefixed: Any) -> tuple[Any, str]:
+    server, _, inner = str(prefixed or "").partition(":")
+    config = next((c for c in configs if c.name == server), None)
+    if config is None or not inner:
+        raise RpcError(INVALID_PARAMS, "Name a prompt or resource as <server>:<name>, as listed.")
+    return config, inner
+
+
+async def _on(config: Any, job) -> dict[str, Any]:
+    from mcp import MCPError
+
+    from tools.mcp_client import _connect
+
+    try:
+        async with asyncio.timeout(settings.MCP_TIMEOUT):
+            async with _connect(config) as client:
+                result = await job(client)
+    except MCPError as exc:
+        raise RpcError(exc.code, exc.message) from exc
+    except Exception as exc:
+        log.warning("MCP server %s could not be reached through /mcp", config.name, exc_info=True)
+        raise RpcError(-32603, f"The MCP server {config.name!r} could not be reached.") from exc
+    return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+async def _gather(configs: list[Any], lister) -> list[dict[str, Any]]:
+    listed = await asyncio.gather(*(_listed(config, lister) for config in configs))
+    return [item for items in listed for item in items]
+
+
+async def _listed(config: Any, lister) -> list[dict[str, Any]]:
+    """One server's items, prefixed; a server that cannot be reached, or lists none, adds nothing."""
+    try:
+        return await lister(config)
+    except RpcError:
+        return []
+
+
+async def _prompts_of(config: Any) -> list[dict[str, Any]]:
+    result = await _on(config, lambda client: client.list_prompts())
+    return [{**prompt, "name": f"{config.name}:{prompt['name']}"} for prompt in result.get("prompts", [])]
+
+
+async def _resources_of(config: Any) -> list[dict[str, Any]]:
+    result = await _on(config, lambda client: client.list_resources())
+    return [{**resource, "uri": f"{config.name}:{resource['uri']}"} for resource in result.get("resources", [])]
+
+
+def configs_for(configs: list[Any], user_key: str) -> list[Any]:
+    """The project's servers as the token's user reaches them: a user server with that user's grant."""
+    return [dataclasses.replace(c, user_key=user_key) if c.auth == "user" else c for c in configs]
