@@ -20,14 +20,16 @@ What the rest of the code relies on is kept (providers/openai_provider.py `sdk_m
 - **Closing a response mid-body drops its connection** (a stopped run aborts the model's answer);
   a response read to its end returns the connection to the pool.
 
-Proxies from the environment stay with httpx2's own transport (httpx2 mounts them beside this one).
+The transport is put in by `AiohttpClient` (`_init_transport` replaced, as the SDKs' own aiohttp
+client does): passing `transport=` instead would make httpx2 ignore the proxies named in the
+environment; this way they keep httpx2's own proxy transport.
 This module does not import Django.
 """
 from __future__ import annotations
 
 import asyncio
 from types import SimpleNamespace
-from typing import AsyncIterator
+from typing import Any, AsyncIterator
 
 import aiohttp
 import httpx2
@@ -104,16 +106,18 @@ class _Body(httpx2.AsyncByteStream):
 class AiohttpTransport(httpx2.AsyncBaseTransport):
     """An httpx2 transport over one aiohttp session, made on the running loop at the first request."""
 
-    def __init__(self, *, keepalive: float = KEEPALIVE_SECONDS, limit: int = MAX_CONNECTIONS) -> None:
+    def __init__(self, *, keepalive: float = KEEPALIVE_SECONDS, limit: int = MAX_CONNECTIONS,
+                 ssl_context: Any = None) -> None:
         self._keepalive = keepalive
         self._limit = limit
+        self._ssl = ssl_context
         self._session: aiohttp.ClientSession | None = None
 
     def _open(self) -> aiohttp.ClientSession:
         trace = aiohttp.TraceConfig(trace_config_ctx_factory=SimpleNamespace)
         trace.on_connection_reuseconn.append(_mark_reused)
         connector = aiohttp.TCPConnector(limit=self._limit, keepalive_timeout=self._keepalive,
-                                         ssl=httpx2.create_ssl_context())
+                                         ssl=self._ssl if self._ssl is not None else httpx2.create_ssl_context())
         # No cookies kept between requests, no decompression here (httpx2 decodes the body).
         return aiohttp.ClientSession(connector=connector, trace_configs=[trace], auto_decompress=False,
                                      cookie_jar=aiohttp.DummyCookieJar())
@@ -171,3 +175,17 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
                 connector._close()  # the synchronous part of `close()`; no loop to await on
             except Exception:  # noqa: BLE001 - collected: nothing to report to
                 pass
+
+
+
+class AiohttpClient(httpx2.AsyncClient):
+    """An httpx2 client reading through AiohttpTransport, with its TLS settings (`verify`, `cert`); the
+    proxies named in the environment keep httpx2's own transport. Made here rather than from an SDK's
+    `DefaultAsyncHttpxClient`: Anthropic's passes a transport of its own, which would win."""
+
+    def _init_transport(self, verify: Any = True, cert: Any = None, trust_env: bool = True, http1: bool = True,
+                        http2: bool = False, limits: Any = None,
+                        transport: httpx2.AsyncBaseTransport | None = None) -> httpx2.AsyncBaseTransport:
+        if transport is not None:
+            return transport
+        return AiohttpTransport(ssl_context=httpx2.create_ssl_context(verify=verify, cert=cert, trust_env=trust_env))

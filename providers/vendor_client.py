@@ -12,7 +12,7 @@ import asyncio
 import weakref
 from typing import Any, AsyncIterator, Callable
 
-from providers.aiohttp_transport import AiohttpTransport
+from providers.aiohttp_transport import AiohttpClient
 
 
 class VendorProvider:
@@ -33,10 +33,11 @@ class VendorProvider:
     def _make_client(self) -> Any:
         raise NotImplementedError
 
-    def _http_client(self, sdk: Any) -> Any:
-        """The SDK's own httpx2 client (`sdk.DefaultAsyncHttpxClient`: its defaults) over the aiohttp
-        transport; proxies named in the environment keep httpx2's transport."""
-        return sdk.DefaultAsyncHttpxClient(transport=AiohttpTransport(), timeout=self.timeout)
+    def _http_client(self) -> AiohttpClient:
+        """The httpx2 client under either SDK's client: over the aiohttp transport, with the SDKs' own
+        defaults (redirects followed; the timeout is sent per request);
+        proxies named in the environment keep httpx2's transport."""
+        return AiohttpClient(timeout=self.timeout, follow_redirects=True)
 
     def _client(self) -> Any:
         loop = asyncio.get_running_loop()

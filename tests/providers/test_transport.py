@@ -99,3 +99,19 @@ def test_a_refused_connection_is_unreachable_not_a_timeout(name):
 
     assert (error.code, error.retryable, error.message) == (
         "LLM_SERVER_ERROR", True, "The model provider could not be reached.")
+
+
+@pytest.mark.parametrize("name", ["openai", "anthropic"])
+def test_a_proxy_named_in_the_environment_is_used(server, name, monkeypatch):
+    # A custom transport passed as `transport=` would make httpx2 ignore the environment's proxies.
+    proxy = server(body=ANSWERS[name], answers=1)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # nothing listens: only the proxy can answer
+    for variable in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", proxy.base_url.removesuffix("/v1"))
+
+    deltas = asyncio.run(_stream(provider(name, f"http://127.0.0.1:{port}/v1")))
+
+    assert deltas[0] == TextDelta("Hi") and proxy.requests == [(1, 1)]
