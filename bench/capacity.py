@@ -136,10 +136,13 @@ def pipeline(repeat: int) -> None:
         session.headers["x-api-key"] = key
         rows = {"requests + json, direct": [], "openai client, direct": [], "through the server": []}
         expected = "".join(f"w{i} " for i in range(DELTAS))
+        server_cpu: list[float] = []  # the server process's CPU seconds per answer (/proc): load-proof-ish
         for _ in range(repeat + 1):  # the first round warms up and is dropped
             rows["requests + json, direct"].append(direct_requests(base_url))
             rows["openai client, direct"].append(direct_openai(base_url))
+            before = cpu_seconds(app.pid)
             _, seconds, text, last = read_run(session, url + "/v1/threads/runs", run_body("hi"))
+            server_cpu.append(cpu_seconds(app.pid) - before)
             assert text == expected and last == "RUN_FINISHED", (len(text), last)
             rows["through the server"].append((seconds, DELTAS))
         direct = statistics.median(s for s, _ in rows["requests + json, direct"][1:])
@@ -148,6 +151,7 @@ def pipeline(repeat: int) -> None:
         for name, samples in rows.items():
             seconds = statistics.median(s for s, _ in samples[1:])
             print(f"{name:<28} {seconds:>8.3f} {DELTAS / seconds:>9.0f} {direct / seconds:>9.2f}")
+        print(f"server CPU per delta (median): {statistics.median(server_cpu[1:]) / DELTAS * 1e6:.1f} µs")
     finally:
         app.terminate(), app.wait()
         fake.terminate(), fake.wait()

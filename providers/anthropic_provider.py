@@ -32,6 +32,7 @@ class AnthropicProvider(VendorProvider):
 
     def _make_client(self) -> anthropic.AsyncAnthropic:
         return anthropic.AsyncAnthropic(api_key=self._api_key, base_url=self._base_url, timeout=self.timeout,
+                                        http_client=self._http_client(),
                                         max_retries=0)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[Delta]:

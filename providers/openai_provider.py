@@ -57,6 +57,7 @@ class OpenAIProvider(VendorProvider):
 
     def _make_client(self) -> openai.AsyncOpenAI:
         return openai.AsyncOpenAI(api_key=self._api_key, base_url=self._base_url, timeout=self.timeout,
+                                  http_client=self._http_client(),
                                   max_retries=0)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[Delta]:

@@ -3,13 +3,16 @@
 A client's pooled connections belong to the loop that opened them, and Django may run async code on
 more than one loop (async_to_sync starts fresh ones), so each loop gets a client of its own. Retries
 are the caller's decision (it knows whether output was already shown), so a subclass makes its
-client with the SDK's own retries off. This module does not import Django.
+client with the SDK's own retries off. Both SDKs' clients read through aiohttp
+(providers/aiohttp_transport.py): `_http_client`. This module does not import Django.
 """
 from __future__ import annotations
 
 import asyncio
 import weakref
 from typing import Any, AsyncIterator, Callable
+
+from providers.aiohttp_transport import AiohttpClient
 
 
 class VendorProvider:
@@ -29,6 +32,12 @@ class VendorProvider:
 
     def _make_client(self) -> Any:
         raise NotImplementedError
+
+    def _http_client(self) -> AiohttpClient:
+        """The httpx2 client under either SDK's client: over the aiohttp transport, with the SDKs' own
+        defaults (redirects followed; the timeout is sent per request);
+        proxies named in the environment keep httpx2's transport."""
+        return AiohttpClient(timeout=self.timeout, follow_redirects=True)
 
     def _client(self) -> Any:
         loop = asyncio.get_running_loop()

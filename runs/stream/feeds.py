@@ -86,14 +86,19 @@ class Feed:
         self._lost_seq = after  # the last of them: memory may drop it like a written one
         self.log_down = False  # the last write of the event log failed (the bound applies)
         self._wake = asyncio.Event()
+        self._waiting = 0  # readers awaiting `changed()`
 
     # --- writing ---------------------------------------------------------------------------------
 
     def append(self, data: bytes, event: BaseEvent | None) -> None:
         """One encoded event of the run (`data` is `data: <json>\\n\\n`), numbered at the next seal."""
-        self._pending.append((data, event))
-        self._changed()
-        if self._on_append is not None:
+        pending = self._pending
+        pending.append((data, event))
+        if self._waiting:
+            self._changed()
+        # The flusher hears of a feed's new events once per batch: when its pending events were none
+        # (each seal, the flusher's included, empties them; nothing awaits between its clear and seal).
+        if len(pending) == 1 and self._on_append is not None:
             self._on_append()
 
     def seal(self) -> None:
@@ -207,11 +212,18 @@ class Feed:
         return cursor >= self.first_seq - 1
 
     async def changed(self) -> None:
-        await self._wake.wait()
+        self._waiting += 1
+        try:
+            await self._wake.wait()
+        finally:
+            self._waiting -= 1
 
     def _changed(self) -> None:
-        wake, self._wake = self._wake, asyncio.Event()
-        wake.set()
+        # Per appended event: a new Event only when a reader waits on the current one (a reader
+        # takes, then waits, with no await between, so none can miss a change).
+        if self._waiting:
+            wake, self._wake = self._wake, asyncio.Event()
+            wake.set()
 
 
 # An SSE comment: every client ignores it, and it keeps a proxy in front (nginx cuts a stream after

@@ -35,11 +35,17 @@ def text_content(message_id: str, delta: str) -> TextMessageContentEvent:
 
 
 def encode_event(event: BaseEvent) -> bytes:
+    if type(event) is TextMessageContentEvent and event.raw_event is None:
+        timestamp = event.timestamp
+        if timestamp is None:
+            # What pydantic's assignment does for this model (no validation on assignment), without
+            # its Python-level __setattr__ per delta.
+            timestamp = event.__dict__["timestamp"] = int(time.time() * 1000)
+            event.__pydantic_fields_set__.add("timestamp")
+        return b'data: {"type":"TEXT_MESSAGE_CONTENT","timestamp":%d,"messageId":%b,"delta":%b}\n\n' % (
+            timestamp, orjson.dumps(event.message_id), orjson.dumps(event.delta))
     if event.timestamp is None:
         event.timestamp = int(time.time() * 1000)
-    if type(event) is TextMessageContentEvent and event.raw_event is None:
-        return b'data: {"type":"TEXT_MESSAGE_CONTENT","timestamp":%d,"messageId":%b,"delta":%b}\n\n' % (
-            event.timestamp, orjson.dumps(event.message_id), orjson.dumps(event.delta))
     return b"data: " + event.model_dump_json(by_alias=True, exclude_none=True).encode() + b"\n\n"
 
 
@@ -71,9 +77,10 @@ MERGE_BYTES = 32 * 1024
 
 def merge_encoded(items: list[tuple[bytes, BaseEvent | None]]) -> list[tuple[bytes, BaseEvent | None]]:
     """Events encoded one by one (runs/stream/guard.py), with each run of consecutive TEXT_MESSAGE_CONTENT
-    of one message folded into one event (`merge_text`), up to MERGE_BYTES, and encoded again. The
-    deltas each encoded alone, so their join encodes too: this cannot fail where the first encoding
-    did not."""
+    of one message folded into one event, up to MERGE_BYTES: the bytes `merge_text` and `encode_event`
+    would give, spliced from the parts' own encodings (their escaped deltas joined), so a batch costs
+    no model and no second encoding. A merged run's event is its first part: what the feed reads of
+    it is its kind (not final). The deltas each encoded alone, so this cannot fail where they did not."""
     out: list[tuple[bytes, BaseEvent | None]] = []
     i = 0
     while i < len(items):
@@ -85,12 +92,26 @@ def merge_encoded(items: list[tuple[bytes, BaseEvent | None]]) -> list[tuple[byt
                 size += len(items[j][0])
                 j += 1
         if j - i > 1:
-            merged = merge_text([e for _, e in items[i:j]])[0]
-            out.append((encode_event(merged), merged))
+            out.append((_spliced(items, i, j), event))
         else:
             out.append((data, event))
         i = j
     return out
+
+
+_DELTA = b',"delta":"'  # in the template, right before the delta's escaped text; ends with `"}\n\n`
+
+
+def _spliced(items: list[tuple[bytes, BaseEvent | None]], start: int, end: int) -> bytes:
+    """The template's bytes of items[start:end] (text events of one message) as one event: the first
+    one's head (type, timestamp, message id), their escaped deltas joined. JSON escapes a string a
+    character at a time, so the join of the escapes is the escape of the join."""
+    first = items[start][0]
+    head = first.find(_DELTA) + len(_DELTA)
+    parts = [first[:head]]
+    parts += [data[data.find(_DELTA) + len(_DELTA):-4] for data, _ in items[start:end]]
+    parts.append(b'"}\n\n')
+    return b"".join(parts)
 
 
 def _is_text(event: BaseEvent | None) -> bool:

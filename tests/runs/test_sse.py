@@ -7,7 +7,7 @@ import json
 import pytest
 from ag_ui.core import TextMessageContentEvent, TextMessageEndEvent, TextMessageStartEvent
 
-from runs.stream.sse import encode_event, merge_text, text_content
+from runs.stream.sse import encode_event, merge_encoded, merge_text, text_content
 
 TRICKY = ['plain', 'a "quoted" word', "two\nlines\r\n", "tab\tand\bbell\x07", "emoji 😀🇫🇷", "\u2028",
           "a\u2029b", "back\\slash \\n", "\x00\x1f\x7f", "</script>", "é ñ 中文", "'single'", "/slash/"]
@@ -58,3 +58,19 @@ def test_only_consecutive_deltas_of_one_message_merge():
 
     assert [(e.message_id, getattr(e, "delta", None)) for e in merged] == [
         ("a", "xy"), ("b", "z"), ("a", "w"), ("a", None), ("a", "x")]
+
+
+def test_merged_encodings_are_the_bytes_of_the_merged_event():
+    # The feed merges encoded deltas by splicing their bytes (runs/stream/sse.py merge_encoded): the
+    # same bytes as merging the events and encoding the result, for every kind of escaped character.
+    events = [TextMessageStartEvent(message_id="m1", role="assistant", timestamp=1)]
+    events += [text_content("m1", d) for d in TRICKY for _ in range(2)]
+    events += [TextMessageEndEvent(message_id="m1", timestamp=3)]
+    for number, event in enumerate(events):
+        event.timestamp = 1700000000000 + number
+    items = [(encode_event(e), e) for e in events]
+
+    merged = merge_encoded(items)
+
+    assert [data for data, _ in merged] == [encode_event(e) for e in merge_text(events)]
+    assert len(merged) == 3
