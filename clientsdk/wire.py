@@ -40,6 +40,9 @@ class RequestModel(WireModel):
 # --- Tambo's own AG-UI events (CUSTOM events, docs/protocol.md#the-event-stream and #components) ----------------------
 
 AWAITING_INPUT = "tambo.run.awaiting_input"
+# A run another server process took over (docs/operations.md#takeover): a MESSAGES_SNAPSHOT of the stored
+# thread and the redone step follow.
+RUN_TAKEOVER = "tambo.run.takeover"
 COMPONENT_START = "tambo.component.start"
 COMPONENT_PROPS_DELTA = "tambo.component.props_delta"
 COMPONENT_END = "tambo.component.end"

@@ -248,6 +248,11 @@ MESSAGE_PAGE_BYTES = env.int("MESSAGE_PAGE_BYTES", default=8_000_000)
 # counts chunked bodies; Django's own check sees only Content-Length and would answer in its own shape.
 DATA_UPLOAD_MAX_MEMORY_SIZE = None
 RUN_LEASE_SECONDS = env.float("RUN_LEASE_SECONDS", default=30.0)
+# Takeover (docs/operations.md#takeover): a run is taken over at most this many times (0: never; its
+# process dying or shutting down then fails it, RUN_LEASE_EXPIRED / SERVER_SHUTTING_DOWN) ...
+RUN_TAKEOVER_LIMIT = env.int("RUN_TAKEOVER_LIMIT", default=3)
+# ... and one process goes on with at most this many taken-over runs at once (the N of the docs).
+RUN_TAKEOVERS_PER_PROCESS = env.int("RUN_TAKEOVERS_PER_PROCESS", default=100)
 # How often one process renews the leases and looks for cancels of all the runs it streams.
 RUN_WATCH_INTERVAL = env.float("RUN_WATCH_INTERVAL", default=0.5)
 # A DELETE of a run answers once the run's end is stored, waiting at most this long for it (then 202).

@@ -1,0 +1,215 @@
+"""Takeover (docs/operations.md#takeover): a run whose process is killed or shut down goes on in another.
+
+Two uvicorn processes on the test's PostgreSQL database. The client follows each run through the other
+process (`GET …/runs/{runId}/events`), as a resumed client does; the run is started with
+`onDisconnect: "continue"` so that the start's own connection does not matter.
+"""
+from __future__ import annotations
+
+import signal
+import threading
+from contextlib import contextmanager
+from typing import Iterator
+
+import pytest
+import requests
+
+from runs.models import Run, RunEvent
+from tests.conftest import Api
+from tests.support.live import LiveServer
+from tests.support.sse import iter_frames
+from threads.models import Message
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+# Lease short, so a takeover comes soon after a kill; the model slow, so the kill lands mid-answer.
+ENV = {"RUN_LEASE_SECONDS": "2", "OFFLINE_MODEL_DELAY": "0.1", "RUN_WATCH_INTERVAL": "0.2"}
+LONG = "Tell me everything about it. " * 10  # the offline model's answer: ~30 deltas, 0.1 s apart
+
+
+@contextmanager
+def two_servers(name: str, env: dict[str, str] | None = None) -> Iterator[tuple[LiveServer, LiveServer]]:
+    a = LiveServer(f"{name}-a", {**ENV, **(env or {})})
+    try:
+        b = LiveServer(f"{name}-b", {**ENV, **(env or {})})
+        try:
+            yield a, b
+        finally:
+            b.stop()
+    finally:
+        if a.process.poll() is None:
+            a.stop()
+        else:
+            a._log.close()
+
+
+def body(text: str) -> dict:
+    return {"userKey": "alice", "onDisconnect": "continue",
+            "message": {"role": "user", "content": [{"type": "text", "text": text}]}}
+
+
+def start(api: Api, text: str) -> tuple[requests.Response, str, str]:
+    started = api.post("/v1/threads/runs", body(text), stream=True)
+    assert started.status_code == 200, started.text
+    return started, started.headers["X-Thread-Id"], started.headers["X-Run-Id"]
+
+
+def follow(api: Api, thread_id: str, run_id: str) -> Iterator[tuple[int, dict]]:
+    response = api.session.get(f"{api.base_url}/v1/threads/{thread_id}/runs/{run_id}/events",
+                               params={"userKey": "alice"}, stream=True, timeout=90)
+    assert response.status_code == 200, response.text
+    return iter_frames(response)
+
+
+def read_until(frames: Iterator[tuple[int, dict]], predicate) -> list[tuple[int, dict]]:
+    got = []
+    for frame in frames:
+        got.append(frame)
+        if predicate(got):
+            return got
+    raise AssertionError(f"the stream ended first: {[e['type'] for _, e in got]}")
+
+
+def texts_of(events: list[dict], message_id: str) -> str:
+    return "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT" and e["messageId"] == message_id)
+
+
+def assert_taken_over_once(frames: list[tuple[int, dict]], run_id: str) -> list[dict]:
+    """The client's stream: ids 1, 2, 3 … each once (nothing seen is sent again), one RUN_STARTED,
+    the takeover then a MESSAGES_SNAPSHOT, and RUN_FINISHED last; returns the events."""
+    assert [seq for seq, _ in frames] == list(range(1, len(frames) + 1))
+    events = [e for _, e in frames]
+    types = [e["type"] for e in events]
+    assert types.count("RUN_STARTED") == 1 and "RUN_ERROR" not in types
+    assert types[-1] == "RUN_FINISHED" and types.count("RUN_FINISHED") == 1
+    takeover = types.index("CUSTOM", next(i for i, e in enumerate(events) if e.get("name") == "tambo.run.takeover"))
+    assert types[takeover + 1] == "MESSAGES_SNAPSHOT"
+    # Every message and tool call opened before the takeover is closed before it.
+    for opener, closer, key in (("TEXT_MESSAGE_START", "TEXT_MESSAGE_END", "messageId"),
+                                ("TOOL_CALL_START", "TOOL_CALL_END", "toolCallId")):
+        opened = {e[key] for e in events[:takeover] if e["type"] == opener}
+        closed = {e[key] for e in events[:takeover] if e["type"] == closer}
+        assert opened == closed, (opener, opened - closed)
+    history = Run.objects.get(id=run_id).takeovers
+    assert [entry["reason"] for entry in history] in (["lease_expired"], ["handover"])
+    return events
+
+
+def answer_after(events: list[dict]) -> tuple[str, str]:
+    """(message id, text) of the last text message the stream shows."""
+    last = [e for e in events if e["type"] == "TEXT_MESSAGE_START"][-1]["messageId"]
+    return last, texts_of(events, last)
+
+
+def test_a_run_whose_process_is_killed_mid_answer_is_finished_by_the_other_process(api_key):
+    with two_servers("takeover-kill") as (a, b):
+        api_a, api_b = Api(a.url, api_key), Api(b.url, api_key)
+        _, thread_id, run_id = start(api_a, LONG)
+        frames = follow(api_b, thread_id, run_id)
+        seen = read_until(frames, lambda got: sum(e["type"] == "TEXT_MESSAGE_CONTENT" for _, e in got) >= 3)
+        a.process.kill()  # kill -9 mid-answer: nothing is released, nothing stored
+        a.process.wait()
+        rest = list(frames)
+
+    events = assert_taken_over_once(seen + rest, run_id)
+    message_id, text = answer_after(events)
+    assert text.startswith("(offline model) You said: " + LONG.strip()[:20])
+    run = Run.objects.get(id=run_id)
+    assert run.status == Run.Status.COMPLETED and run.takeover_count == 1
+    # The stored thread holds the answer once, whole, under the id of the redone step.
+    (stored,) = Message.objects.filter(thread_id=thread_id, role="assistant")
+    assert stored.id == message_id and not stored.is_cancelled
+    assert stored.content == [{"type": "text", "text": text}]
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_run_killed_before_or_after_its_server_tool_call_ends_with_one_result_and_one_answer(
+        project, api_key, when):
+    from tools.models import ProjectTool
+
+    ProjectTool.objects.create(project=project, name="calculate", enabled=True)
+    with two_servers(f"takeover-tool-{when}") as (a, b):
+        api_a, api_b = Api(a.url, api_key), Api(b.url, api_key)
+        _, thread_id, run_id = start(api_a, 'Please use calculate with {"expression": "(1 + 2) * 3 + 40 * 5 - 7"}')
+        frames = follow(api_b, thread_id, run_id)
+        if when == "before":  # while the model streams the call's arguments: nothing of the step stored
+            seen = read_until(frames, lambda got: got[-1][1]["type"] == "TOOL_CALL_ARGS")
+        else:  # the result stored, the model answering from it
+            seen = read_until(frames, lambda got: got[-1][1]["type"] == "TEXT_MESSAGE_CONTENT"
+                              and any(e["type"] == "TOOL_CALL_RESULT" for _, e in got))
+        a.process.kill()
+        a.process.wait()
+        rest = list(frames)
+
+    events = assert_taken_over_once(seen + rest, run_id)
+    _, text = answer_after(events)
+    assert "Tool calculate returned: 202" in text
+    assert Run.objects.get(id=run_id).status == Run.Status.COMPLETED
+    stored = list(Message.objects.filter(thread_id=thread_id).order_by("created_at").values_list("role", flat=True))
+    assert stored == ["user", "assistant", "tool", "assistant"]
+
+
+class Follower(threading.Thread):
+    """Reads one run's events through a process to their end, on a thread."""
+
+    def __init__(self, api: Api, thread_id: str, run_id: str):
+        super().__init__(daemon=True)
+        self.api, self.thread_id, self.run_id = api, thread_id, run_id
+        self.frames: list[tuple[int, dict]] = []
+        self.reading = threading.Event()
+        self.error: str | None = None
+
+    def run(self) -> None:
+        try:
+            for frame in follow(self.api, self.thread_id, self.run_id):
+                self.frames.append(frame)
+                if frame[1]["type"] == "TEXT_MESSAGE_CONTENT":
+                    self.reading.set()
+        except requests.RequestException as exc:
+            self.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            self.reading.set()
+
+
+def test_a_deploy_hands_twenty_open_runs_over_and_every_one_finishes(api_key):
+    with two_servers("takeover-deploy", {"OFFLINE_MODEL_DELAY": "0.2"}) as (a, b):
+        api_a, api_b = Api(a.url, api_key), Api(b.url, api_key)
+        started = [start(api_a, LONG) for _ in range(20)]
+        followers = [Follower(api_b, thread_id, run_id) for _, thread_id, run_id in started]
+        for follower in followers:
+            follower.start()
+        for follower in followers:
+            assert follower.reading.wait(60)
+        a.process.send_signal(signal.SIGTERM)
+        assert a.process.wait(timeout=60) == -signal.SIGTERM
+        for follower in followers:
+            follower.join(90)
+        log = a.log_text()
+
+    assert [f.error for f in followers] == [None] * 20
+    ends = [f.frames[-1][1] for f in followers]
+    assert [e["type"] for e in ends] == ["RUN_FINISHED"] * 20, ends
+    assert not any(e.get("code") == "SERVER_SHUTTING_DOWN" for f in followers for _, e in f.frames)
+    for follower in followers:
+        events = assert_taken_over_once(follower.frames, follower.run_id)
+        message_id, text = answer_after(events)
+        (stored,) = Message.objects.filter(thread_id=follower.thread_id, role="assistant")
+        assert stored.id == message_id and stored.content == [{"type": "text", "text": text}]
+        assert Run.objects.get(id=follower.run_id).takeovers[0]["reason"] == "handover"
+    assert "Traceback" not in log
+
+
+def test_events_logged_by_each_run_are_numbered_once(api_key):
+    """The event log holds no id twice and nothing after a run's last event (a fence check on the log)."""
+    with two_servers("takeover-log") as (a, b):
+        api_a, api_b = Api(a.url, api_key), Api(b.url, api_key)
+        _, thread_id, run_id = start(api_a, LONG)
+        frames = follow(api_b, thread_id, run_id)
+        read_until(frames, lambda got: sum(e["type"] == "TEXT_MESSAGE_CONTENT" for _, e in got) >= 2)
+        a.process.kill()
+        a.process.wait()
+        got = list(frames)
+    logged = list(RunEvent.objects.filter(run_id=run_id).order_by("seq").values_list("seq", "final"))
+    assert [seq for seq, _ in logged] == list(range(1, len(logged) + 1))
+    assert [final for _, final in logged] == [False] * (len(logged) - 1) + [True]
+    assert got[-1][1]["type"] == "RUN_FINISHED"
