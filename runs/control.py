@@ -78,7 +78,6 @@ class RunControl:
         # Set once the run's task is over: everything it stores (the partial message, its end) stored.
         self.ended = asyncio.Event()
         self.can_hand_over = False  # set by the loop: another process may go on with the run
-        self.taken_over = False  # this process took the run over (counted against RUN_TAKEOVERS_PER_PROCESS)
 
     def checkpoint_due(self, now: float) -> tuple[str, str] | None:
         """(message id, text) when the step's text changed and the last checkpoint is old enough."""
@@ -273,11 +272,11 @@ class Watcher:
         await takeover_start(run_id)
 
     def takeover_room(self) -> int:
-        """How many more runs this process may take over now (RUN_TAKEOVERS_PER_PROCESS in all)."""
+        """How many more runs this process may take over now: RUN_TAKEOVERS_PER_PROCESS at once, less
+        the takeovers still starting (their history being read); none once it is shutting down."""
         if self.draining:
             return 0
-        return settings.RUN_TAKEOVERS_PER_PROCESS - len(self.claiming) - sum(
-            c.taken_over for c in self.controls.values())
+        return settings.RUN_TAKEOVERS_PER_PROCESS - len(self.claiming)
 
     async def stop(self) -> None:
         """Stops the watcher task (at the process's shutdown, once the runs have ended)."""

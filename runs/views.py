@@ -87,7 +87,6 @@ def run_unread(started: services.StartedRun, *, after: int) -> None:
     (runs/recovery/takeover.py). Its events go to its logged feed, numbered after `after`, for the
     events route of any process; it runs to its end."""
     control = RunControl(started.run.id)
-    control.taken_over = True
     watcher.register(control)
     feed = flusher.feed_for(started.run.id, after=after)
     _launch(_produce(advance(started, control, started.models or get_provider()), feed, control, None, True))

@@ -251,7 +251,7 @@ RUN_LEASE_SECONDS = env.float("RUN_LEASE_SECONDS", default=30.0)
 # Takeover (docs/operations.md#takeover): a run is taken over at most this many times (0: never; its
 # process dying or shutting down then fails it, RUN_LEASE_EXPIRED / SERVER_SHUTTING_DOWN) ...
 RUN_TAKEOVER_LIMIT = env.int("RUN_TAKEOVER_LIMIT", default=3)
-# ... and one process goes on with at most this many taken-over runs at once (the N of the docs).
+# ... and one process starts at most this many takeovers at once (the N of docs/operations.md#takeover).
 RUN_TAKEOVERS_PER_PROCESS = env.int("RUN_TAKEOVERS_PER_PROCESS", default=100)
 # How often one process renews the leases and looks for cancels of all the runs it streams.
 RUN_WATCH_INTERVAL = env.float("RUN_WATCH_INTERVAL", default=0.5)

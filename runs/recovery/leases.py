@@ -51,6 +51,13 @@ def takeable_runs():
                               cancel_requested=False).values("id")
 
 
+def stale_before(now):
+    """A lease ending before this was not renewed for a third of RUN_LEASE_SECONDS: its holder renews
+    it every RUN_WATCH_INTERVAL, so its process is gone or stuck, and a takeover need not wait for the
+    rest of the lease. A holder that was only stuck is fenced off (runs/lock.py `lock_fence`)."""
+    return now + timedelta(seconds=settings.RUN_LEASE_SECONDS * 2 / 3)
+
+
 def unclaimed_since(now):
     """Leases older than this are failed by the sweep even when their run could be taken over."""
     return now - timedelta(seconds=settings.RUN_LEASE_SECONDS * UNCLAIMED_LEASES)

@@ -1,7 +1,7 @@
 """Takeover (docs/operations.md#takeover): a run whose process died or shut down goes on in another.
 
-- `takeover_claim`, called by every process's watcher each tick, takes the expired leases of runs that
-  can be taken over (a stored `Run.resume`, fewer than RUN_TAKEOVER_LIMIT takeovers, no cancel asked),
+- `takeover_claim`, called by every process's watcher each tick, takes the stale leases (not renewed
+  for a third of RUN_LEASE_SECONDS: leases.py `stale_before`) of runs that can be taken over (a stored `Run.resume`, fewer than RUN_TAKEOVER_LIMIT takeovers, no cancel asked),
   at most as many as the process has room for (RUN_TAKEOVERS_PER_PROCESS), in one short transaction:
   the thread's lease renewed, `Run.owner` set to this process (the fence: the process that lost the run
   may write nothing for it from then on: runs/lock.py `lock_fence`) and the takeover appended to the
@@ -41,11 +41,13 @@ from runs.history import result_text
 from runs.lock import OWNED, lock_fence
 from runs.models import THIS_PROCESS, Run, RunEvent
 from runs.reasoning import ThinkingEndEvent, ThinkingTextMessageEndEvent
-from runs.recovery.leases import partial_store, takeable_runs
+from runs.recovery.leases import partial_store, stale_before, takeable_runs
 from runs.services import StartedRun
 from runs.step import Call, Step
+from runs.toolbox import mcp_tools_load
 from threads.content import block_text
 from threads.models import LEASE_EXPIRED_CODE, Message, RunStatus, Thread
+from tools.registry import get_tool
 from tools.selectors import project_tools_of
 
 log = logging.getLogger(__name__)
@@ -67,7 +69,7 @@ def takeover_claim(*, limit: int) -> list[str]:
         return []
     now = timezone.now()
     expired = Thread.objects.exclude(run_status=RunStatus.IDLE).filter(
-        lease_expires_at__lt=now, current_run_id__in=takeable_runs())
+        lease_expires_at__lt=stale_before(now), current_run_id__in=takeable_runs())
     if not expired.exists():
         return []
     with transaction.atomic():
@@ -148,10 +150,9 @@ def run_resume(*, run_id: str) -> StartedRun:
     """What the advance loop needs to go on with run `run_id`, just claimed by this process.
 
     Reads the run, its thread and project, the thread's history and the run's logged events (their
-    opening events only). A run that cannot go on (a client call pending) gets its checkpointed text
-    stored as a cancelled message, as when it could not be taken over, and a `refusal`.
+    opening events only).
     """
-    run = Run.objects.select_related("thread", "thread__project").get(id=run_id)
+    run = Run.objects.select_related("thread", "thread__project").get(id=run_id, owner=THIS_PROCESS)
     thread = run.thread
     project = thread.project
     body = bodies.CreateRunBody.model_validate(
@@ -162,14 +163,6 @@ def run_resume(*, run_id: str) -> StartedRun:
     history = list(history_for(thread, context_budget))
     _split_last_step(history, run, resumed)
     resumed.after, resumed.preamble = _preamble(run, thread, resumed)
-    if resumed.step is not None and any(
-            b.get("type") == "tool_use" and b["id"] not in resumed.answered
-            and b["name"] in {t.name for t in body.tools or []} for b in resumed.step.content):
-        resumed.refusal = "The run could not be taken over: a client tool call was pending."
-    if resumed.refusal is not None:
-        with transaction.atomic():
-            lock_fence(run_id=run.id)
-            partial_store(thread=thread, run=run)
     started = StartedRun(thread=thread, run=run, body=body, history=history, tools=project_tools_of(project),
                          models=model_chain_for(project, requested=body.model), context_budget=context_budget)
     started.resumed = resumed
@@ -249,7 +242,36 @@ async def takeover_start(run_id: str) -> None:
 
     try:
         started = await db_call(run_resume, run_id=run_id)
+        refusal = await _refusal(started)
+        if refusal is not None:
+            started.resumed.refusal = f"The run could not be taken over: {refusal}."
+            await db_call(_refuse, started)
     except Exception:  # noqa: BLE001 - logged; the lease runs out and the sweep or another process ends it
         log.exception("Run %s: could not be taken over", run_id)
         return
     run_unread(started, after=started.resumed.after)
+
+
+async def _refusal(started: StartedRun) -> str | None:
+    """Why the stored step's calls without a stored result cannot run again (docs/tools.md#safe-to-repeat)."""
+    resumed = started.resumed
+    if resumed.step is None:
+        return None
+    names = [b["name"] for b in resumed.step.content if b.get("type") == "tool_use" and b["id"] not in resumed.answered]
+    client = {t.name for t in started.body.tools or []}
+    if any(name in client for name in names):
+        return "a client tool call was pending"
+    others = [name for name in names if name not in started.tools.enabled]
+    mcp = await mcp_tools_load(started.tools.mcp_configs) if others else {}
+    for name in names:
+        tool = get_tool(name) if name in started.tools.enabled else None
+        if (tool is not None and not tool.repeatable) or (name in mcp and name not in mcp.repeatable):
+            return f"its tool {name} is not safe to run again"
+    return None
+
+
+def _refuse(started: StartedRun) -> None:
+    # As when a run could not be taken over: the text its client saw is kept, marked cancelled.
+    with transaction.atomic():
+        lock_fence(run_id=started.run.id)
+        partial_store(thread=started.thread, run=started.run)

@@ -22,8 +22,10 @@ from threads.models import Message
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
-# Lease short, so a takeover comes soon after a kill; the model slow, so the kill lands mid-answer.
-ENV = {"RUN_LEASE_SECONDS": "2", "OFFLINE_MODEL_DELAY": "0.1", "RUN_WATCH_INTERVAL": "0.2"}
+# Lease short, so a takeover comes soon after a kill (a third of it without renewal), yet long enough
+# that a busy machine's late renewal does not look like a dead process; the model slow, so the kill
+# lands mid-answer.
+ENV = {"RUN_LEASE_SECONDS": "6", "OFFLINE_MODEL_DELAY": "0.1", "RUN_WATCH_INTERVAL": "0.2"}
 LONG = "Tell me everything about it. " * 10  # the offline model's answer: ~30 deltas, 0.1 s apart
 
 
@@ -200,17 +202,106 @@ def test_a_deploy_hands_twenty_open_runs_over_and_every_one_finishes(api_key):
     assert "Traceback" not in log
 
 
-def test_events_logged_by_each_run_are_numbered_once(api_key):
-    """The event log holds no id twice and nothing after a run's last event (a fence check on the log)."""
-    with two_servers("takeover-log") as (a, b):
-        api_a, api_b = Api(a.url, api_key), Api(b.url, api_key)
-        _, thread_id, run_id = start(api_a, LONG)
-        frames = follow(api_b, thread_id, run_id)
-        read_until(frames, lambda got: sum(e["type"] == "TEXT_MESSAGE_CONTENT" for _, e in got) >= 2)
-        a.process.kill()
-        a.process.wait()
-        got = list(frames)
-    logged = list(RunEvent.objects.filter(run_id=run_id).order_by("seq").values_list("seq", "final"))
-    assert [seq for seq, _ in logged] == list(range(1, len(logged) + 1))
-    assert [final for _, final in logged] == [False] * (len(logged) - 1) + [True]
-    assert got[-1][1]["type"] == "RUN_FINISHED"
+
+
+def test_a_process_that_lost_its_run_logs_no_event_for_it(project):
+    import asyncio
+
+    from runs.stream.event_log import event_log_connection
+    from threads import services as thread_services
+
+    thread = thread_services.thread_create(project=project, user_key="alice")
+    Run.objects.create(id="run_lost", thread=thread, owner="proc_the_new_owner")
+    Run.objects.create(id="run_mine", thread=thread)
+
+    async def write() -> None:
+        try:
+            await event_log_connection.write([("run_lost", 1, "{}", False), ("run_mine", 1, "{}", False)])
+        finally:
+            await event_log_connection.close()
+
+    asyncio.run(write())
+    assert list(RunEvent.objects.values_list("run_id", flat=True)) == ["run_mine"]
+
+
+def _stopped_mid_tools(project, tool: str, resume: dict) -> tuple[str, str]:
+    """A run whose process stopped after storing a step that calls `tool`, before its result was
+    stored: (thread id, run id). Its lease has run out."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from threads import services as thread_services
+    from threads.models import RunStatus, Thread
+
+    thread = thread_services.thread_create(project=project, user_key="alice")
+    run = Run.objects.create(thread=thread, status=Run.Status.STREAMING, resume=resume,
+                             partial_message_id="msg_seen", partial_text="Let me check")
+    thread_services.message_create(thread=thread, role="user", content=[{"type": "text", "text": "hi"}], run_id=run.id)
+    thread_services.message_create(thread=thread, role="assistant", run_id=run.id, message_id="msg_step",
+                                   content=[{"type": "tool_use", "id": "call_1", "name": tool, "input": {}}])
+    Thread.objects.filter(id=thread.id).update(run_status=RunStatus.STREAMING, current_run_id=run.id,
+                                               lease_expires_at=timezone.now() - timedelta(seconds=1))
+    return thread.id, run.id
+
+
+@pytest.mark.parametrize("case", ["client tool", "mcp tool not safe to repeat"])
+def test_a_run_that_cannot_be_taken_over_fails_with_its_reason(project, api_key, case):
+    import time
+
+    from tests.runs.conftest import WEATHER_TOOL
+    from tests.support.mcp_fixtures import SERVER_SCRIPT
+    from tools.models import McpServer
+
+    if case == "client tool":
+        thread_id, run_id = _stopped_mid_tools(project, "get_weather", {"tools": [WEATHER_TOOL]})
+        reason = "a client tool call was pending"
+    else:
+        import sys
+
+        McpServer.objects.create(project=project, name="kept", transport="stdio", command=sys.executable,
+                                 args=[str(SERVER_SCRIPT), "stdio"])
+        thread_id, run_id = _stopped_mid_tools(project, "kept__add", {})
+        reason = "its tool kept__add is not safe to run again"
+    server = LiveServer("takeover-refused", ENV)
+    try:
+        deadline = time.monotonic() + 60
+        while Run.objects.get(id=run_id).status == Run.Status.STREAMING:
+            assert time.monotonic() < deadline, "the run was not taken over"
+            time.sleep(0.1)
+        events = [e for _, e in follow(Api(server.url, api_key), thread_id, run_id)]
+    finally:
+        server.stop()
+
+    run = Run.objects.get(id=run_id)
+    assert (run.status, run.error_code, run.takeover_count) == (Run.Status.FAILED, "RUN_LEASE_EXPIRED", 1)
+    assert reason in run.error_message
+    assert (events[-1]["type"], events[-1]["code"]) == ("RUN_ERROR", "RUN_LEASE_EXPIRED")
+    # As before takeovers: the text the client saw is kept, marked cancelled; nothing was run again.
+    stored = {m.id: m for m in Message.objects.filter(thread_id=thread_id)}
+    assert stored["msg_seen"].is_cancelled and stored["msg_seen"].content == [{"type": "text", "text": "Let me check"}]
+    assert not Message.objects.filter(thread_id=thread_id, role="tool").exists()
+
+
+@pytest.mark.both_dbs
+def test_a_run_killed_with_its_only_process_is_finished_when_the_server_starts_again(api_key):
+    """SQLite's case (one process): takeover on a restart on the same database."""
+    first = LiveServer("takeover-restart-1", ENV)
+    try:
+        _, thread_id, run_id = start(Api(first.url, api_key), LONG)
+        read_until(follow(Api(first.url, api_key), thread_id, run_id),
+                   lambda got: sum(e["type"] == "TEXT_MESSAGE_CONTENT" for _, e in got) >= 3)
+    finally:
+        first.process.kill()
+        first.process.wait()
+        first._log.close()
+    second = LiveServer("takeover-restart-2", ENV)
+    try:
+        rest = list(follow(Api(second.url, api_key), thread_id, run_id))
+    finally:
+        second.stop()
+    # Read from the start: what the first process sent but had not logged yet is not in the log.
+    events = assert_taken_over_once(rest, run_id)
+    message_id, text = answer_after(events)
+    (stored,) = Message.objects.filter(thread_id=thread_id, role="assistant")
+    assert stored.id == message_id and stored.content == [{"type": "text", "text": text}]
