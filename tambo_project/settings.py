@@ -247,6 +247,7 @@ MESSAGE_PAGE_BYTES = env.int("MESSAGE_PAGE_BYTES", default=8_000_000)
 # The one body limit is MAX_REQUEST_BYTES at the ASGI edge (tambo_project/asgi_limits.py), which also
 # counts chunked bodies; Django's own check sees only Content-Length and would answer in its own shape.
 DATA_UPLOAD_MAX_MEMORY_SIZE = None
+# The same in every process: a lease not renewed for a third of it is taken over (docs/operations.md#takeover).
 RUN_LEASE_SECONDS = env.float("RUN_LEASE_SECONDS", default=30.0)
 # Takeover (docs/operations.md#takeover): a run is taken over at most this many times (0: never; its
 # process dying or shutting down then fails it, RUN_LEASE_EXPIRED / SERVER_SHUTTING_DOWN) ...
