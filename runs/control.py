@@ -188,7 +188,8 @@ class Watcher:
         self.controls: dict[str, RunControl] = {}
         self.draining = False
         self.handovers: set[asyncio.Task] = set()
-        self.claiming: set[asyncio.Task] = set()  # runs claimed whose takeover is starting
+        # Runs claimed whose takeover is starting: their leases are renewed as the streaming runs' are.
+        self.claiming: dict[str, asyncio.Task] = {}
         self._task: asyncio.Task | None = None
         self._cleaned_at = 0.0
 
@@ -297,9 +298,10 @@ class Watcher:
         """One round: renew, poll for cancels, checkpoint, sweep expired leases (one statement each)."""
         now = time.monotonic()
         run_ids = [rid for rid, control in self.controls.items() if not control.settled]
+        run_ids += [rid for rid in self.claiming if rid not in self.controls]
         checkpoints = {}
         for rid in run_ids:
-            due = self.controls[rid].checkpoint_due(now)
+            due = self.controls[rid].checkpoint_due(now) if rid in self.controls else None
             if due is not None:
                 checkpoints[rid] = due
         # The replay window closes on the event log's rows a few times per window, not every tick.
@@ -310,8 +312,8 @@ class Watcher:
         for run_id in claimed:
             # Each in its own task: reading a run's history must not hold up the next tick's renewals.
             task = asyncio.get_running_loop().create_task(self._take_over(run_id), context=contextvars.Context())
-            self.claiming.add(task)
-            task.add_done_callback(self.claiming.discard)
+            self.claiming[run_id] = task
+            task.add_done_callback(lambda _, run_id=run_id: self.claiming.pop(run_id, None))
         if cleanup:
             self._cleaned_at = now
         for rid, (message_id, text) in (checkpoints.items() if written else ()):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -25,7 +26,7 @@ pytestmark = [pytest.mark.django_db(transaction=True)]
 # Lease short, so a takeover comes soon after a kill (a third of it without renewal), yet long enough
 # that a busy machine's late renewal does not look like a dead process; the model slow, so the kill
 # lands mid-answer.
-ENV = {"RUN_LEASE_SECONDS": "6", "OFFLINE_MODEL_DELAY": "0.1", "RUN_WATCH_INTERVAL": "0.2"}
+ENV = {"RUN_LEASE_SECONDS": "9", "OFFLINE_MODEL_DELAY": "0.1", "RUN_WATCH_INTERVAL": "0.2"}
 LONG = "Tell me everything about it. " * 10  # the offline model's answer: ~30 deltas, 0.1 s apart
 
 
@@ -247,8 +248,6 @@ def _stopped_mid_tools(project, tool: str, resume: dict) -> tuple[str, str]:
 
 @pytest.mark.parametrize("case", ["client tool", "mcp tool not safe to repeat"])
 def test_a_run_that_cannot_be_taken_over_fails_with_its_reason(project, api_key, case):
-    import time
-
     from tests.runs.conftest import WEATHER_TOOL
     from tests.support.mcp_fixtures import SERVER_SCRIPT
     from tools.models import McpServer
@@ -297,6 +296,11 @@ def test_a_run_killed_with_its_only_process_is_finished_when_the_server_starts_a
         first._log.close()
     second = LiveServer("takeover-restart-2", ENV)
     try:
+        # Once the run streams there: on SQLite a reader of a run that streams nowhere reads the log only.
+        deadline = time.monotonic() + 60
+        while not Run.objects.get(id=run_id).takeover_count:
+            assert time.monotonic() < deadline, "the run was not taken over"
+            time.sleep(0.1)
         rest = list(follow(Api(second.url, api_key), thread_id, run_id))
     finally:
         second.stop()
