@@ -225,7 +225,31 @@ def test_a_process_that_lost_its_run_logs_no_event_for_it(project):
     assert list(RunEvent.objects.values_list("run_id", flat=True)) == ["run_mine"]
 
 
-def _stopped_mid_tools(project, tool: str, resume: dict) -> tuple[str, str]:
+def test_a_server_tool_whose_result_was_not_stored_runs_again_and_the_run_finishes(project, api_key):
+    from tools.models import ProjectTool
+
+    ProjectTool.objects.create(project=project, name="calculate", enabled=True)
+    thread_id, run_id = _stopped_mid_tools(project, "calculate", {}, {"expression": "20 * 2 + 2"})
+    server = LiveServer("takeover-redo", ENV)
+    try:
+        deadline = time.monotonic() + 60
+        while Run.objects.get(id=run_id).takeover_count == 0:
+            assert time.monotonic() < deadline, "the run was not taken over"
+            time.sleep(0.1)
+        events = [e for _, e in follow(Api(server.url, api_key), thread_id, run_id)]
+    finally:
+        server.stop()
+
+    assert [e["content"] for e in events if e["type"] == "TOOL_CALL_RESULT"] == ["42"]
+    assert events[-1]["type"] == "RUN_FINISHED"
+    assert Run.objects.get(id=run_id).status == Run.Status.COMPLETED
+    stored = list(Message.objects.filter(thread_id=thread_id).order_by("created_at"))
+    assert [m.role for m in stored] == ["user", "assistant", "tool", "assistant"]
+    assert stored[2].tool_call_id == "call_1" and stored[2].content[0]["content"][0]["text"] == "42"
+    assert "Tool calculate returned: 42" in stored[3].content[0]["text"]
+
+
+def _stopped_mid_tools(project, tool: str, resume: dict, arguments: dict | None = None) -> tuple[str, str]:
     """A run whose process stopped after storing a step that calls `tool`, before its result was
     stored: (thread id, run id). Its lease has run out."""
     from datetime import timedelta
@@ -240,7 +264,8 @@ def _stopped_mid_tools(project, tool: str, resume: dict) -> tuple[str, str]:
                              partial_message_id="msg_seen", partial_text="Let me check")
     thread_services.message_create(thread=thread, role="user", content=[{"type": "text", "text": "hi"}], run_id=run.id)
     thread_services.message_create(thread=thread, role="assistant", run_id=run.id, message_id="msg_step",
-                                   content=[{"type": "tool_use", "id": "call_1", "name": tool, "input": {}}])
+                                   content=[{"type": "tool_use", "id": "call_1", "name": tool,
+                                             "input": arguments or {}}])
     Thread.objects.filter(id=thread.id).update(run_status=RunStatus.STREAMING, current_run_id=run.id,
                                                lease_expires_at=timezone.now() - timedelta(seconds=1))
     return thread.id, run.id
