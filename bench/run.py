@@ -8,9 +8,10 @@
     bin/bench memory [--readers 50] [--deltas 100000] [--delay 0.01] [--env NAME=VALUE]
     bin/bench media [--images 40]
     bin/bench cluster [--hosts 2] [--workers 2] [--streams 10000] [--deltas 90] [--every 1] [--rate 400]
+    bin/bench takeover [--runs 500] [--lease 30] [--delay 0.05]
 
 The named scenarios are in bench/capacity.py, bench/floor.py, bench/resume.py, bench/props.py,
-bench/memory.py and bench/media.py.
+bench/memory.py, bench/media.py and bench/takeover.py.
 
 Starts the real app under uvicorn (SQLite in a temporary directory, the offline model's
 `!stream N` rule: N deltas with no delay) and the bare ASGI app of bench/baseline_app.py that
@@ -90,6 +91,10 @@ def scenario(argv: list[str]) -> None:
     resume.add_argument("--delay", type=float, default=0.05)
     sub.add_parser("props").add_argument("--repeat", type=int, default=5)
     sub.add_parser("media").add_argument("--images", type=int, default=40)
+    takeover_parser = sub.add_parser("takeover")
+    takeover_parser.add_argument("--runs", type=int, default=500)
+    takeover_parser.add_argument("--lease", type=float, default=30.0)
+    takeover_parser.add_argument("--delay", type=float, default=0.05)
     args = parser.parse_args(argv)
     print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f} at the start")
     if args.name == "pipeline":
@@ -108,6 +113,10 @@ def scenario(argv: list[str]) -> None:
         from bench.props import props as props_bench
 
         props_bench(args.repeat)
+    elif args.name == "takeover":
+        from bench.takeover import takeover as takeover_bench
+
+        takeover_bench(args.runs, args.lease, args.delay)
     elif args.name == "media":
         from bench.media import media as media_bench
 
@@ -129,7 +138,8 @@ def main() -> None:
         print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f} at the start")
         memory_main(sys.argv[2:])
         return
-    if len(sys.argv) > 1 and sys.argv[1] in ("pipeline", "concurrency", "per-run", "floor", "resume", "props", "media"):
+    if len(sys.argv) > 1 and sys.argv[1] in ("pipeline", "concurrency", "per-run", "floor", "resume", "props", "media",
+                                                  "takeover"):
         scenario(sys.argv[1:])
         return
     parser = argparse.ArgumentParser()

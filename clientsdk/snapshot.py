@@ -277,7 +277,27 @@ def _custom(s: ThreadSnapshot, e: Any) -> ThreadSnapshot:
     return s
 
 
+def _messages_snapshot(s: ThreadSnapshot, e: Any) -> ThreadSnapshot:
+    """The server's stored messages replace the ones folded so far (AG-UI's rule): a run taken over by
+    another server process sends them before the step it redoes (docs/operations.md#takeover), so the
+    half-step seen before goes. Tool messages become their calls' results."""
+    results = {m.tool_call_id: m.content for m in e.messages if m.role == "tool"}
+    messages = []
+    for m in e.messages:
+        if m.role == "tool":
+            continue
+        calls = tuple(
+            ToolCall(id=c.id, name=c.function.name, arguments_text=c.function.arguments,
+                     arguments=parse_partial(c.function.arguments, complete=True), complete=True,
+                     result=results.get(c.id))
+            for c in getattr(m, "tool_calls", None) or ())
+        text = m.content if isinstance(m.content, str) else ""
+        messages.append(SnapshotMessage(id=m.id, role=m.role, text=text, tool_calls=calls, streaming=False))
+    return replace(s, messages=tuple(messages))
+
+
 _HANDLERS = {
+    EventType.MESSAGES_SNAPSHOT: _messages_snapshot,
     EventType.RUN_STARTED: _run_started,
     EventType.RUN_FINISHED: _run_finished,
     EventType.RUN_ERROR: _run_error,

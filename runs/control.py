@@ -32,6 +32,7 @@ from projects.limits import counters_prune
 from runs.lock import lock_held_by, lock_renew
 from runs.models import Run
 from runs.recovery.leases import checkpoint_write, expired_lease_sweep
+from runs.recovery.takeover import runs_hand_over, takeover_claim, takeover_start
 from runs.stream.event_log import event_log_cleanup
 from runs.stream.feeds import flusher
 from runs.stream.follow import follower
@@ -45,6 +46,8 @@ _YIELD_EVERY = 16
 CHECKPOINT_INTERVAL = 1.0  # seconds: the in-progress text of a run is checkpointed at most this often
 # The cancel reason of the runs a shutting-down process ends: they fail retryably instead of cancelling.
 SHUTDOWN_REASON = "shutdown"
+# ... or hand them over to another process, which goes on with them (docs/operations.md#takeover).
+HANDOVER_REASON = "handover"
 CANCEL_POLL = 0.05  # seconds between the reads of a cancelled run's lock while its DELETE waits for its end
 
 
@@ -74,6 +77,7 @@ class RunControl:
         self.checkpointed_at = 0.0
         # Set once the run's task is over: everything it stores (the partial message, its end) stored.
         self.ended = asyncio.Event()
+        self.can_hand_over = False  # set by the loop: another process may go on with the run
 
     def checkpoint_due(self, now: float) -> tuple[str, str] | None:
         """(message id, text) when the step's text changed and the last checkpoint is old enough."""
@@ -182,6 +186,10 @@ class Watcher:
 
     def __init__(self) -> None:
         self.controls: dict[str, RunControl] = {}
+        self.draining = False
+        self.handovers: set[asyncio.Task] = set()
+        # Runs claimed whose takeover is starting: their leases are renewed as the streaming runs' are.
+        self.claiming: dict[str, asyncio.Task] = {}
         self._task: asyncio.Task | None = None
         self._cleaned_at = 0.0
 
@@ -230,9 +238,46 @@ class Watcher:
         return True
 
     def drain(self) -> int:
-        """Ends every run this process streams as the process shuts down (a retryable RUN_ERROR, see
-        runs/loop.py); returns how many were told. The watcher keeps renewing their leases meanwhile."""
-        return sum(control.cancel(SHUTDOWN_REASON) for control in list(self.controls.values()))
+        """Stops every run this process streams as the process shuts down; returns how many were told.
+
+        A run another process may go on with is handed over (docs/operations.md#takeover): once it
+        stopped and its events are in the log, its lease is given up (`_hand_over`), and this process
+        takes no run over from then on. Any other run ends with a retryable RUN_ERROR (runs/loop.py).
+        The watcher keeps renewing their leases meanwhile."""
+        self.draining = True
+        told = [control for control in list(self.controls.values())
+                if control.cancel(HANDOVER_REASON if control.can_hand_over else SHUTDOWN_REASON)]
+        handed = [control for control in told if control.cancel_reason == HANDOVER_REASON]
+        if handed:
+            task = asyncio.get_running_loop().create_task(self._hand_over(handed), context=contextvars.Context())
+            self.handovers.add(task)
+            task.add_done_callback(self.handovers.discard)
+        return len(told)
+
+    async def _hand_over(self, controls: list[RunControl]) -> None:
+        await asyncio.wait([asyncio.ensure_future(c.ended.wait()) for c in controls],
+                           timeout=settings.RUN_LEASE_SECONDS)
+        handed = [c.run_id for c in controls if c.outcome == "handed over"]
+        try:
+            await flusher.flush()  # the new owner's events follow these in the log
+            await db_call(runs_hand_over, run_ids=handed)
+        except Exception as exc:  # noqa: BLE001 - their leases then run out: a takeover after the lease
+            log_db_failure("Shutting down: handing runs over failed", exc)
+
+    async def hand_over_wait(self) -> None:
+        """Waits for the hand-overs `drain` started (at the process's shutdown, before the log's writer stops)."""
+        if self.handovers:
+            await asyncio.gather(*self.handovers, return_exceptions=True)
+
+    async def _take_over(self, run_id: str) -> None:
+        await takeover_start(run_id)
+
+    def takeover_room(self) -> int:
+        """How many more runs this process may take over now: RUN_TAKEOVERS_PER_PROCESS at once, less
+        the takeovers still starting (their history being read); none once it is shutting down."""
+        if self.draining:
+            return 0
+        return settings.RUN_TAKEOVERS_PER_PROCESS - len(self.claiming)
 
     async def stop(self) -> None:
         """Stops the watcher task (at the process's shutdown, once the runs have ended)."""
@@ -253,16 +298,22 @@ class Watcher:
         """One round: renew, poll for cancels, checkpoint, sweep expired leases (one statement each)."""
         now = time.monotonic()
         run_ids = [rid for rid, control in self.controls.items() if not control.settled]
+        run_ids += [rid for rid in self.claiming if rid not in self.controls]
         checkpoints = {}
         for rid in run_ids:
-            due = self.controls[rid].checkpoint_due(now)
+            due = self.controls[rid].checkpoint_due(now) if rid in self.controls else None
             if due is not None:
                 checkpoints[rid] = due
         # The replay window closes on the event log's rows a few times per window, not every tick.
         cleanup = now - self._cleaned_at >= min(settings.RUN_REPLAY_SECONDS / 4, 30.0)
         if follower.mirrors:
             follower.wake()
-        flagged, written = await db_call(_tick_in_db, run_ids, checkpoints, cleanup)
+        flagged, written, claimed = await db_call(_tick_in_db, run_ids, checkpoints, cleanup, self.takeover_room())
+        for run_id in claimed:
+            # Each in its own task: reading a run's history must not hold up the next tick's renewals.
+            task = asyncio.get_running_loop().create_task(self._take_over(run_id), context=contextvars.Context())
+            self.claiming[run_id] = task
+            task.add_done_callback(lambda _, run_id=run_id: self.claiming.pop(run_id, None))
         if cleanup:
             self._cleaned_at = now
         for rid, (message_id, text) in (checkpoints.items() if written else ()):
@@ -284,9 +335,10 @@ def _renew_and_poll(run_ids: list[str]) -> list[str]:
 
 
 def _tick_in_db(run_ids: list[str], checkpoints: dict[str, tuple[str, str]],
-                cleanup: bool = False) -> tuple[list[str], bool]:
+                cleanup: bool = False, room: int = 0) -> tuple[list[str], bool, list[str]]:
     """The watcher's database work for one tick, on a database worker thread (`db_call`); returns the
-    runs flagged for cancel and whether the checkpoints were written.
+    runs flagged for cancel, whether the checkpoints were written, and the runs taken over (at most
+    `room`: runs/recovery/takeover.py), claimed before the sweep records the expired leases left.
 
     Closes its connections at the end of every tick, so that an idle process holds none and a
     connection that an outage broke is never reused (with a connection pool that is a return to it).
@@ -300,6 +352,11 @@ def _tick_in_db(run_ids: list[str], checkpoints: dict[str, tuple[str, str]],
         except Exception as exc:  # noqa: BLE001 - logged; the next tick tries again
             written = False
             log_db_failure("Run watcher: checkpoints failed", exc)
+        claimed: list[str] = []
+        try:
+            claimed = takeover_claim(limit=room)
+        except Exception as exc:  # noqa: BLE001 - logged; the next tick claims again
+            log_db_failure("Run watcher: taking runs over failed", exc)
         try:
             expired_lease_sweep()
         except Exception as exc:  # noqa: BLE001 - logged; the next tick sweeps again
@@ -313,7 +370,7 @@ def _tick_in_db(run_ids: list[str], checkpoints: dict[str, tuple[str, str]],
                 counters_prune(older_than_days=settings.USAGE_RETENTION_DAYS)
             except Exception as exc:  # noqa: BLE001 - logged; a later tick prunes
                 log_db_failure("Run watcher: pruning old limit counters failed", exc)
-        return flagged, written
+        return flagged, written, claimed
     finally:
         connections.close_all()
 

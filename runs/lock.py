@@ -18,11 +18,11 @@ from typing import Any, Callable
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from core.problems import BUSY_RETRY_AFTER, Problem
-from runs.models import Run
+from runs.models import THIS_PROCESS, Run
 from runs.statements import run_release
 from threads.models import LEASE_EXPIRED_CODE, RunStatus, Thread  # noqa: F401 - LEASE_EXPIRED_CODE for callers
 from threads.services import thread_lock
@@ -34,6 +34,20 @@ def _lease_deadline():
 
 
 FINAL_RUN_STATUSES = (Run.Status.COMPLETED, Run.Status.CANCELLED, Run.Status.FAILED)
+# The runs this process may write for: those nobody took over (their starter's) and those it took over.
+OWNED = Q(owner__isnull=True) | Q(owner=THIS_PROCESS)
+
+
+class LeaseLost(Exception):
+    """Another process took the run over (docs/operations.md#takeover): this one may write nothing for it."""
+
+
+def lock_fence(*, run_id: str) -> None:
+    """Raises LeaseLost unless this process may write for `run_id`. One UPDATE that changes nothing
+    but takes the run's row lock, so in the caller's transaction a takeover (which updates the row)
+    either committed before (and this raises) or waits until the caller commits."""
+    if not Run.objects.filter(OWNED, id=run_id).update(owner=F("owner")):
+        raise LeaseLost(f"Run {run_id} was taken over by another process.")
 
 _takeover: Callable[[Thread], None] | None = None
 
@@ -111,7 +125,9 @@ def lock_renew(*, run_ids: list[str]) -> int:
     """Extends the leases of all the given runs in one query; returns how many are still held."""
     if not run_ids:
         return 0
-    return Thread.objects.filter(current_run_id__in=run_ids).exclude(run_status=RunStatus.IDLE).update(
+    # Only leases this process still holds: one it lost to a takeover must run out for its new owner too.
+    owned = Run.objects.filter(OWNED, id__in=run_ids).values("id")
+    return Thread.objects.filter(current_run_id__in=owned).exclude(run_status=RunStatus.IDLE).update(
         lease_expires_at=_lease_deadline()
     )
 
@@ -128,6 +144,7 @@ def lock_release(*, thread_id: str, run_id: str, run_status: str, thread_fields:
     `run_fields` on the run (its token usage); `before()` runs first in the same transaction, whether
     or not the lock is still held (the run's last step, stored with its end: runs/services.py), and
     `in_lock()` last, only when the lock was released (the run's usage record: telemetry/runs.py).
+    A run another process took over (runs/recovery/takeover.py) releases nothing and stores nothing.
     """
     now = timezone.now()
     # One conditional UPDATE is the check and the write: it takes the row lock and changes the row
@@ -144,6 +161,9 @@ def lock_release(*, thread_id: str, run_id: str, run_status: str, thread_fields:
                         "finished_at": now, **(run_fields or {})})
         if released and in_lock is not None:
             in_lock()
+        if not released and before is not None and Run.objects.filter(id=run_id).exclude(OWNED).exists():
+            # Taken over by another process, which redoes the step: what `before` stored must go.
+            transaction.set_rollback(True)
     return released
 
 

@@ -24,11 +24,12 @@ from providers.base import ModelError, ModelRequest, Provider, StepEnd
 from providers.tool_names import ToolAliases
 from providers.usage_estimate import CallTally
 from runs import context_budget, services
-from runs.control import SHUTDOWN_REASON, RunCancelled, RunControl
+from runs.control import HANDOVER_REASON, SHUTDOWN_REASON, RunCancelled, RunControl
 from runs.history import build_model_messages, component_result_text, result_text
 from runs.lock import LEASE_EXPIRED_CODE
 from runs.memories import memories_extract_later, memories_inject, memory_tools_add
 from runs.recovery import settle
+from runs.recovery.leases import checkpoint_write
 from runs.services import StartedRun
 from runs.step import Call, Step
 from runs.tool_counts import TurnToolCounts
@@ -83,7 +84,10 @@ def _failure_code(exc: BaseException) -> tuple[str, str]:
 async def _advance(started: StartedRun, control: RunControl, provider: Provider) -> AsyncIterator[BaseEvent]:
     thread, run = started.thread, started.run
     tracing.run_context_enter(meter_of(run))  # this task's own context (runs/views.py): the run's span
-    yield RunStartedEvent(thread_id=thread.id, run_id=run.id)
+    # A shutting-down process hands the run over (docs/operations.md#takeover) when another may go on with it.
+    control.can_hand_over = run.resume is not None and run.takeover_count < settings.RUN_TAKEOVER_LIMIT
+    if started.resumed is None:  # a run taken over started already: its client saw RUN_STARTED
+        yield RunStartedEvent(thread_id=thread.id, run_id=run.id)
     step: Step | None = None
     persisted: Step | None = None
     try:
@@ -96,6 +100,15 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
         messages = build_model_messages(thread.project.system_prompt, started.history,
                                         allow_override=project_settings(thread.project).allow_system_prompt_override)
         await memories_inject(started, messages, context_budget.label_of(provider))
+        if started.resumed is not None:
+            # Taken over (runs/recovery/takeover.py): what the client saw open is closed and the stored
+            # thread shown, then the last stored step's calls whose results were not stored run again.
+            for event in started.resumed.preamble:
+                yield event
+            redo = started.resumed.redo(toolbox, messages)
+            if redo is not None:
+                async for event in _resolve_calls(started, redo, toolbox, control, messages, []):
+                    yield event
         step_limit = model_calls_limit(thread.project, settings.MAX_MODEL_CALLS_PER_RUN)
         calls = 0
         # A step is a model call; a server or MCP call that timed out counts as one more (toolbox.timeouts).
@@ -139,6 +152,13 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
         raise ModelError(STEP_LIMIT_CODE, f"The run reached its limit of {step_limit} model calls without an "
                                           "answer (the project's limits.modelCallsPerRun).", retryable=False)
     except RunCancelled as exc:
+        if exc.reason == HANDOVER_REASON:
+            # Another process goes on with the run, redoing this step: only its text is kept, in case
+            # that process cannot take it over after all (runs/recovery/takeover.py).
+            if step is not None and step.text:
+                await db_call(checkpoint_write, checkpoints={run.id: (step.message_id, step.text)})
+            control.settle("handed over")
+            return
         # A process shutting down fails its runs retryably: the client may run them again at once.
         ending = (_end_failed(started, control, step, SHUTDOWN_CODE, SHUTDOWN_MESSAGE, "server_error", True)
                   if exc.reason == SHUTDOWN_REASON else _end_cancelled(started, control, step, persisted))

@@ -9,6 +9,11 @@ def _run_id() -> str:
     return new_id("run")
 
 
+# This serving process, as it names itself in `Run.owner` when it takes a run over
+# (runs/recovery/takeover.py): a process that lost a run to another may not write for it.
+THIS_PROCESS = new_id("proc")
+
+
 class Run(models.Model):
     class Status(models.TextChoices):
         WAITING = "waiting"
@@ -40,6 +45,15 @@ class Run(models.Model):
     # way ({"from", "to", "code"}: docs/models.md).
     answered_model = models.CharField(max_length=250, null=True, blank=True)
     model_fallbacks = models.JSONField(default=list, blank=True)
+    # Takeover (docs/operations.md#takeover). `owner`: the process that took the run over last (None:
+    # the one that started it); only that process may write for the run: the lease's fence.
+    owner = models.CharField(max_length=40, null=True, blank=True)
+    # What the advance loop needs of the request besides the stored thread (client tools, components,
+    # model, limits), so another process can go on with the run; None: the run cannot be taken over.
+    resume = models.JSONField(null=True, blank=True)
+    # The run's takeovers, oldest first ({"at", "reason", "by"}): its history across processes.
+    takeovers = models.JSONField(default=list, blank=True)
+    takeover_count = models.IntegerField(default=0)
 
     class Meta:
         indexes = [models.Index(fields=["thread", "created_at"], name="run_thread_idx")]

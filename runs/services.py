@@ -20,7 +20,7 @@ from providers.chain import ModelChain
 from projects.config import project_settings
 from providers.estimate import message_tokens
 from runs.context_budget import check_new_message, run_budget
-from runs.lock import lock_release, lock_request_cancel, lock_take, lock_take_created
+from runs.lock import lock_fence, lock_release, lock_request_cancel, lock_take, lock_take_created
 from runs.models import Run
 from runs.start_history import history_after_lock
 from runs.tool_counts import TurnToolCounts, turn_limit
@@ -51,6 +51,7 @@ class StartedRun:
     tool_counts: TurnToolCounts = field(init=False)  # from the calls made earlier in this user turn
     models: ModelChain | None = None  # the project's models for this run (projects/models_config.py)
     context_budget: int | None = None  # input tokens the model may be sent (runs/context_budget.py)
+    resumed: Any = None  # a run taken over from another process: how it goes on (runs/recovery/takeover.py)
 
     def __post_init__(self) -> None:
         limit = turn_limit(self.thread.project.max_tool_calls_per_turn, settings.MAX_TOOL_CALLS_PER_TURN)
@@ -97,7 +98,7 @@ def run_start(*, principal: Principal, body: wire.CreateRunBody, thread_id: str 
                                reserve=run_reservation(principal, body.message.wire()["content"], context_budget,
                                                        body.max_tokens))
     run = Run(previous_run_id=body.previous_run_id, model=body.model, request_params=run_request_params(body),
-              status=Run.Status.STREAMING, started_at=timezone.now())
+              status=Run.Status.STREAMING, started_at=timezone.now(), resume=run_resume_fields(body))
     run_reserved_note(run, budget)
     with transaction.atomic():
         if thread_id is None:
@@ -214,6 +215,16 @@ def run_request_params(body: wire.CreateRunBody) -> dict[str, Any]:
     return params
 
 
+# What a takeover needs of the request to go on with the run (runs/recovery/takeover.py): all but
+# its message, which is in the thread by then.
+RESUME_FIELDS = {"tools", "available_components", "tool_choice", "model", "max_tokens", "temperature", "user_key",
+                 "on_disconnect"}
+
+
+def run_resume_fields(body: wire.CreateRunBody) -> dict[str, Any]:
+    return body.model_dump(by_alias=True, exclude_none=True, mode="json", include=RESUME_FIELDS)
+
+
 def _turn(body: wire.CreateRunBody, results: dict[str, wire.InToolResultBlock]) -> Turn:
     """The request's message as the turn it adds (runs/turns.py): its tool results, and the rest of
     its content as one user message (none when it only answers tool calls)."""
@@ -228,8 +239,10 @@ def step_persist(*, thread: Thread, run: Run, message_id: str, content: list[dic
                  tool_messages: list[tuple[str, dict]] = (), reasoning: list[str] | None = None,
                  reasoning_duration_ms: int | None = None, reasoning_blocks: list[dict] | None = None) -> None:
     """Stores one model step: the assistant message (once, when it ended, with the reasoning before
-    it and the provider's signed reasoning blocks) and its tool results."""
+    it and the provider's signed reasoning blocks) and its tool results. Raises runs.lock.LeaseLost,
+    storing nothing, when another process took the run over (docs/operations.md#takeover)."""
     with transaction.atomic():
+        lock_fence(run_id=run.id)
         step_store(thread=thread, run=run, message_id=message_id, content=content, cancelled=cancelled,
                     tool_messages=tool_messages, reasoning=reasoning, reasoning_duration_ms=reasoning_duration_ms,
                     reasoning_blocks=reasoning_blocks)

@@ -68,6 +68,13 @@ class Toolbox:
             return "mcp"
         return None
 
+    def repeatable(self, name: str) -> bool:
+        """Whether a server or MCP tool may run again for a call whose result was not stored (a run
+        taken over: docs/tools.md#safe-to-repeat)."""
+        if name in self.server_tools:
+            return self.server_tools[name].repeatable
+        return name in getattr(self.mcp_tools, "repeatable", ())
+
     def max_calls(self, name: str) -> int | None:
         tool = self.client_tools.get(name)
         return tool.max_calls if tool is not None else None
@@ -207,12 +214,20 @@ async def mcp_grants(configs: list[Any], *, user_key: str) -> tuple[list[Any], l
     return grants.configs, grants.needed
 
 
+class McpTools(dict):
+    """A run's MCP tools by name (→ config, tool, spec), and the names of those safe to repeat."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.repeatable: set[str] = set()
+
+
 async def mcp_tools_load(configs: list[Any]) -> dict[str, tuple[Any, str, ModelTool]]:
     """Lists each server's tools (cached briefly, one listing per server at a time, on the server's
     kept session); a server that cannot be reached is left out."""
     global _cache
     if not configs:
-        return {}
+        return McpTools()
     # The MCP SDK takes a second to import: only for projects using MCP.
     from tools.mcp_sessions import sessions
     from tools.mcp_tool_cache import McpToolCache
@@ -222,7 +237,7 @@ async def mcp_tools_load(configs: list[Any]) -> dict[str, tuple[Any, str, ModelT
                               failure_ttl=settings.MCP_RETRY_SECONDS, max_backoff=60 * settings.MCP_RETRY_SECONDS,
                               lister=lambda config, timeout: sessions().list_tools(config, timeout=timeout))
     listed = await asyncio.gather(*(_cache.get(config) for config in configs))
-    tools: dict[str, tuple[Any, str, ModelTool]] = {}
+    tools = McpTools()
     for config, server_tools in zip(configs, listed):
         if server_tools is None:
             log.warning("MCP server %s is unreachable; its tools are left out of this run", config.name)
@@ -230,4 +245,6 @@ async def mcp_tools_load(configs: list[Any]) -> dict[str, tuple[Any, str, ModelT
         for tool in server_tools:
             name = f"{config.name}__{tool.name}"
             tools[name] = (config, tool.name, ModelTool(name, tool.description or "", tool.input_schema))
+            if tool.repeatable:
+                tools.repeatable.add(name)
     return tools

@@ -82,6 +82,16 @@ def stream_run(started: services.StartedRun, adapt=None) -> StreamingHttpRespons
     return response
 
 
+def run_unread(started: services.StartedRun, *, after: int) -> None:
+    """Goes on with a run no request reads: one taken over from another process
+    (runs/recovery/takeover.py). Its events go to its logged feed, numbered after `after`, for the
+    events route of any process; it runs to its end."""
+    control = RunControl(started.run.id)
+    watcher.register(control)
+    feed = flusher.feed_for(started.run.id, after=after)
+    _launch(_produce(advance(started, control, started.models or get_provider()), feed, control, None, True))
+
+
 _running: set[asyncio.Task] = set()  # strong references, so the loop does not drop a run mid-way
 
 

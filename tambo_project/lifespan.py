@@ -7,10 +7,12 @@ Stopping happens in two steps, because uvicorn sends `lifespan.shutdown` only on
 connection has closed (or its graceful-shutdown timeout has cut them):
 
 1. On SIGTERM or SIGINT (the signal uvicorn stops on, chained here at start-up) every run this process
-   streams is ended at once with a retryable RUN_ERROR (`SERVER_SHUTTING_DOWN`), its partial message
-   stored and its lock released, so its stream closes and the client can run it again on another
-   process, or resume reading it there from the event log.
-2. On `lifespan.shutdown`: the run watcher, the event-log writer (after a last write) and the
+   streams is stopped at once. One another process can go on with is handed over (its model stream
+   stopped, its text checkpointed, its events logged, its lease given up: docs/operations.md#takeover):
+   its stream here closes without a terminal event, and its clients resume reading it from any
+   process. Any other run ends with a retryable RUN_ERROR (`SERVER_SHUTTING_DOWN`), its partial
+   message stored and its lock released, so the client can run it again.
+2. On `lifespan.shutdown`: the hand-overs finish; the run watcher, the event-log writer (after a last write) and the
    followers of runs streaming elsewhere stop; memory extractions still running get a few seconds to
    end (docs/memory.md); the kept MCP sessions close (a stdio server's process
    exits) and so do the model clients.
@@ -55,14 +57,14 @@ def _chain_stop_signals(loop: asyncio.AbstractEventLoop) -> None:
 def runs_drain() -> None:
     told = watcher.drain()
     if told:
-        log.info("Shutting down: ending %d streaming run(s) with a retryable RUN_ERROR", told)
+        log.info("Shutting down: handing %d streaming run(s) over or ending them with a retryable RUN_ERROR", told)
 
 
 async def process_shutdown() -> None:
     """Step 2 above. Each part is stopped even if another fails; nothing here is an error to log."""
     runs_drain()  # runs started between the signal and the last connection closing
-    for stop in (watcher.stop, flusher.stop, follower.stop, housekeeper.stop, extractions.stop, _mcp_sessions_close,
-                 providers_close):
+    for stop in (watcher.hand_over_wait, watcher.stop, flusher.stop, follower.stop, housekeeper.stop, extractions.stop,
+                 _mcp_sessions_close, providers_close):
         try:
             await stop()
         except Exception:  # noqa: BLE001 - the process is ending either way

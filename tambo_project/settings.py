@@ -254,7 +254,13 @@ MESSAGE_PAGE_BYTES = env.int("MESSAGE_PAGE_BYTES", default=8_000_000)
 # The one body limit is MAX_REQUEST_BYTES at the ASGI edge (tambo_project/asgi_limits.py), which also
 # counts chunked bodies; Django's own check sees only Content-Length and would answer in its own shape.
 DATA_UPLOAD_MAX_MEMORY_SIZE = None
+# The same in every process: a lease not renewed for a third of it is taken over (docs/operations.md#takeover).
 RUN_LEASE_SECONDS = env.float("RUN_LEASE_SECONDS", default=30.0)
+# Takeover (docs/operations.md#takeover): a run is taken over at most this many times (0: never; its
+# process dying or shutting down then fails it, RUN_LEASE_EXPIRED / SERVER_SHUTTING_DOWN) ...
+RUN_TAKEOVER_LIMIT = env.int("RUN_TAKEOVER_LIMIT", default=3)
+# ... and one process starts at most this many takeovers at once (the N of docs/operations.md#takeover).
+RUN_TAKEOVERS_PER_PROCESS = env.int("RUN_TAKEOVERS_PER_PROCESS", default=100)
 # How often one process renews the leases and looks for cancels of all the runs it streams.
 RUN_WATCH_INTERVAL = env.float("RUN_WATCH_INTERVAL", default=0.5)
 # A DELETE of a run answers once the run's end is stored, waiting at most this long for it (then 202).

@@ -35,7 +35,9 @@ def _fast_flush() -> None:
 
 @pytest.fixture(scope="session")
 def live_server_process(django_db_setup, django_db_blocker) -> Iterator[LiveServer]:
-    server = LiveServer("offline")
+    # It takes no run over (docs/operations.md#takeover): its lease settings are not those of the
+    # processes a test starts on the same database, and it must not go on with their runs.
+    server = LiveServer("offline", {"RUN_TAKEOVERS_PER_PROCESS": "0"})
     yield server
     server.stop()
 

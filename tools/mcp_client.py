@@ -109,6 +109,9 @@ class McpTool:
     name: str
     description: str
     input_schema: dict[str, Any]
+    # The server says calling it twice is harmless (its readOnlyHint or idempotentHint annotation):
+    # only then does a takeover run it again (docs/tools.md#safe-to-repeat).
+    repeatable: bool = False
 
 
 @dataclass(frozen=True)
@@ -141,7 +144,8 @@ async def tools_of(client: Client) -> list[McpTool]:
     for _ in range(_MAX_TOOL_PAGES):
         page = await client.list_tools(cursor=cursor)
         tools.extend(
-            McpTool(name=t.name, description=t.description or "", input_schema=dict(t.input_schema))
+            McpTool(name=t.name, description=t.description or "", input_schema=dict(t.input_schema),
+                    repeatable=bool(t.annotations and (t.annotations.readOnlyHint or t.annotations.idempotentHint)))
             for t in page.tools
         )
         cursor = page.next_cursor

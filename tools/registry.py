@@ -14,6 +14,8 @@ Adding a tool:
         ...
 
 Functions may be sync or async and return a string, any JSON value, or a list of content blocks.
+A tool that must not run twice for one call (it sends, pays, books) says `repeatable=False`
+(docs/tools.md#safe-to-repeat).
 """
 from __future__ import annotations
 
@@ -31,6 +33,10 @@ class ServerTool:
     description: str
     args_model: type[BaseModel]
     fn: Callable[[Any], Any]
+    # Whether running it twice with the same arguments is harmless: a run taken over by another process
+    # after its process died mid-call runs it again (docs/tools.md#safe-to-repeat); one that is not
+    # fails the run instead.
+    repeatable: bool = True
 
     @property
     def parameters(self) -> dict[str, Any]:
@@ -44,14 +50,14 @@ class ServerTool:
 REGISTRY: dict[str, ServerTool] = {}
 
 
-def server_tool(name: str, description: str) -> Callable[[Callable], Callable]:
+def server_tool(name: str, description: str, *, repeatable: bool = True) -> Callable[[Callable], Callable]:
     def register(fn: Callable) -> Callable:
         params = list(inspect.signature(fn).parameters.values())
         # Resolve string annotations (modules using `from __future__ import annotations`).
         annotation = typing.get_type_hints(fn).get(params[0].name) if len(params) == 1 else None
         if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
             raise TypeError(f"Server tool {name} must take one pydantic model argument")
-        REGISTRY[name] = ServerTool(name, description, annotation, fn)
+        REGISTRY[name] = ServerTool(name, description, annotation, fn, repeatable)
         return fn
 
     return register

@@ -22,13 +22,15 @@ so a step stored normally is never stored twice.
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 from ag_ui.core import RunErrorEvent
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Case, Count, Max, Q, Value, When
 from django.utils import timezone
 
-from runs.lock import FINAL_RUN_STATUSES
+from runs.lock import FINAL_RUN_STATUSES, OWNED
 from runs.models import Run, RunEvent
 from runs.stream.event_log import CHANNEL, NOTIFY_LIMIT
 from runs.stream.sse import encode_event
@@ -38,6 +40,27 @@ from threads.models import LEASE_EXPIRED_CODE, LEASE_EXPIRED_ERROR, Message, Run
 DEAD_RUN_MESSAGE = "The server process running this run stopped responding."
 SWEEP_BATCH = 500  # expired threads recorded per tick at most; the next tick takes the rest
 _FINAL = ("completed", "cancelled", "failed")
+# A run that can be taken over but that no process took (all full) is failed by the expiry sweep
+# after this many leases: its client must not wait for ever.
+UNCLAIMED_LEASES = 4
+
+
+def takeable_runs():
+    """The runs a takeover may go on with (a subquery of run ids)."""
+    return Run.objects.filter(resume__isnull=False, takeover_count__lt=settings.RUN_TAKEOVER_LIMIT,
+                              cancel_requested=False).values("id")
+
+
+def stale_before(now):
+    """A lease ending before this was not renewed for a third of RUN_LEASE_SECONDS: its holder renews
+    it every RUN_WATCH_INTERVAL, so its process is gone or stuck, and a takeover need not wait for the
+    rest of the lease. A holder that was only stuck is fenced off (runs/lock.py `lock_fence`)."""
+    return now + timedelta(seconds=settings.RUN_LEASE_SECONDS * 2 / 3)
+
+
+def unclaimed_since(now):
+    """Leases older than this are failed by the sweep even when their run could be taken over."""
+    return now - timedelta(seconds=settings.RUN_LEASE_SECONDS * UNCLAIMED_LEASES)
 
 
 def checkpoint_write(*, checkpoints: dict[str, tuple[str, str]]) -> int:
@@ -49,7 +72,7 @@ def checkpoint_write(*, checkpoints: dict[str, tuple[str, str]]) -> int:
     if not checkpoints:
         return 0
     ids = list(checkpoints)
-    return Run.objects.filter(id__in=ids).update(
+    return Run.objects.filter(OWNED, id__in=ids).update(
         partial_message_id=Case(*[When(id=rid, then=Value(mid)) for rid, (mid, _) in checkpoints.items()]),
         partial_text=Case(*[When(id=rid, then=Value(text)) for rid, (_, text) in checkpoints.items()]),
     )
@@ -125,7 +148,10 @@ def expired_lease_sweep() -> int:
 
 
 def _expired(now):
-    return Thread.objects.exclude(run_status=RunStatus.IDLE).filter(lease_expires_at__lt=now)
+    # A run that can be taken over is left to a takeover (runs/recovery/takeover.py), unless no process
+    # took it for UNCLAIMED_LEASES leases.
+    return Thread.objects.exclude(run_status=RunStatus.IDLE).filter(lease_expires_at__lt=now).exclude(
+        current_run_id__in=takeable_runs(), lease_expires_at__gte=unclaimed_since(now))
 
 
 def _sweep_postgresql() -> int:
@@ -135,6 +161,9 @@ def _sweep_postgresql() -> int:
         WITH dead AS (
             SELECT id, current_run_id FROM {thread_t}
             WHERE run_status <> %(idle)s AND lease_expires_at < %(now)s
+              AND (lease_expires_at < %(unclaimed)s OR current_run_id NOT IN (
+                  SELECT id FROM {run_t} WHERE resume IS NOT NULL AND takeover_count < %(takeover_limit)s
+                  AND NOT cancel_requested))
             ORDER BY lease_expires_at LIMIT %(batch)s FOR UPDATE SKIP LOCKED
         ), freed AS (
             UPDATE {thread_t} AS t SET run_status = %(idle)s, current_run_id = NULL, lease_expires_at = NULL,
@@ -173,7 +202,8 @@ def _sweep_postgresql() -> int:
     params = {"idle": RunStatus.IDLE.value, "now": timezone.now(), "batch": SWEEP_BATCH,
               "error": json.dumps(LEASE_EXPIRED_ERROR), "code": LEASE_EXPIRED_CODE, "message": DEAD_RUN_MESSAGE,
               "final": list(_FINAL), "dead_event": dead_run_event(), "channel": CHANNEL,
-              "notify_limit": NOTIFY_LIMIT}
+              "notify_limit": NOTIFY_LIMIT, "unclaimed": unclaimed_since(timezone.now()),
+              "takeover_limit": settings.RUN_TAKEOVER_LIMIT}
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         freed, _saved, _woken = cursor.fetchone()

@@ -20,7 +20,7 @@ from django.utils import timezone
 from psycopg.conninfo import make_conninfo
 
 from core.statements import prepare, quote
-from runs.models import Run, RunEvent
+from runs.models import THIS_PROCESS, Run, RunEvent
 
 CHANNEL = "tambo_run_events"
 NOTIFY_LIMIT = 7000  # bytes of run ids in one notification (PostgreSQL's limit is 8000); beyond, "*"
@@ -84,18 +84,21 @@ class EventLogConnection:
 
     async def write(self, rows: list[tuple[str, int, str, bool]]) -> None:
         """Stores (run id, seq, JSON, final) rows and notifies CHANNEL with their runs' ids ("*" when
-        they are too many to list), in one statement."""
+        they are too many to list), in one statement. Rows of a run another process took over are
+        not stored (the lease's fence: docs/operations.md#takeover)."""
         run_ids = ",".join(dict.fromkeys(r for r, _, _, _ in rows))
         # ON CONFLICT: a write that committed but whose answer was lost is tried again harmlessly.
         await self._execute(
             f"""WITH written AS (
                     INSERT INTO {RunEvent._meta.db_table} (run_id, seq, data, final, created_at)
-                    SELECT run_id, seq, data, final, %s
+                    SELECT t.run_id, seq, data, final, %s
                     FROM unnest(%s::varchar[], %s::int[], %s::text[], %s::bool[]) AS t(run_id, seq, data, final)
+                    WHERE EXISTS (SELECT 1 FROM {Run._meta.db_table} r WHERE r.id = t.run_id
+                                  AND (r.owner IS NULL OR r.owner = %s))
                     ON CONFLICT DO NOTHING RETURNING 1)
                 SELECT pg_notify(%s, %s) WHERE EXISTS (SELECT 1 FROM written)""",
             [timezone.now(), [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows],
-             CHANNEL, run_ids if len(run_ids) <= NOTIFY_LIMIT else "*"])
+             THIS_PROCESS, CHANNEL, run_ids if len(run_ids) <= NOTIFY_LIMIT else "*"])
 
     async def poll(self, cursors: dict[str, int]) -> tuple[dict[str, list[tuple[int, str, bool]]], set[str]]:
         """For runs followed from another process ({run id: last id held}), in one query: their new

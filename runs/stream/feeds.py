@@ -270,9 +270,10 @@ class Flusher:
         self._task: asyncio.Task | None = None
         self._last = 0.0
 
-    def feed_for(self, run_id: str) -> Feed:
-        """A new logged feed for a run that starts streaming in this process."""
-        feed = Feed(run_id, logged=True, on_append=self._mark_dirty)
+    def feed_for(self, run_id: str, after: int = 0) -> Feed:
+        """A new logged feed for a run that starts streaming in this process (numbered after `after`:
+        a run taken over from another process goes on after the events that process logged)."""
+        feed = Feed(run_id, logged=True, after=after, on_append=self._mark_dirty)
         self.feeds[run_id] = feed
         self.ensure_started()
         return feed

@@ -176,3 +176,28 @@ def test_events_for_unknown_ids_and_unused_events_return_the_same_snapshot():
 @pytest.mark.parametrize("sequence", [TEXT_RUN, TOOL_RUN, COMPONENT_RUN])
 def test_folding_twice_from_the_same_start_gives_equal_snapshots(sequence):
     assert fold(sequence)[-1] == fold(sequence)[-1]
+
+
+def test_a_taken_over_run_shows_the_stored_thread_then_the_redone_step_not_the_half_step():
+    """docs/operations.md#takeover: the half-step seen before the takeover is replaced by the snapshot."""
+    events = [
+        START,
+        {"type": "TEXT_MESSAGE_START", "messageId": "msg_half", "role": "assistant"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "msg_half", "delta": "Half an ans"},
+        {"type": "TEXT_MESSAGE_END", "messageId": "msg_half"},
+        {"type": "CUSTOM", "name": "tambo.run.takeover", "value": {"reason": "lease_expired", "takeovers": 1}},
+        {"type": "MESSAGES_SNAPSHOT", "messages": [
+            {"id": "msg_user", "role": "user", "content": "hi"},
+            {"id": "msg_step", "role": "assistant", "content": None, "toolCalls": [
+                {"id": "call_1", "type": "function", "function": {"name": "calculate", "arguments": '{"expression": "1+1"}'}}]},
+            {"id": "msg_result", "role": "tool", "toolCallId": "call_1", "content": "2"}]},
+        {"type": "TEXT_MESSAGE_START", "messageId": "msg_redone", "role": "assistant"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "msg_redone", "delta": "The answer is 2."},
+        {"type": "TEXT_MESSAGE_END", "messageId": "msg_redone"},
+        FINISH,
+    ]
+    final = fold(events)[-1]
+    assert [m.id for m in final.messages] == ["msg_user", "msg_step", "msg_redone"]
+    (call,) = final.messages[1].tool_calls
+    assert (call.name, call.arguments, call.result, call.complete) == ("calculate", {"expression": "1+1"}, "2", True)
+    assert final.last_text == "The answer is 2." and final.status == "finished"

@@ -1,4 +1,4 @@
-"""A server process killed (kill -9) in the middle of a run (docs/protocol.md#after-a-crash): another process shows
+"""A server process killed (kill -9) in the middle of a run that cannot be taken over (docs/protocol.md#after-a-crash): another process shows
 the thread as it is without waiting for a new run, records the dead run, keeps the text the client
 saw, and the thread works again."""
 from __future__ import annotations
@@ -58,6 +58,9 @@ def _stream_until_checkpointed(runs: Runs):
         event = next(events)
         if event["type"] == "TEXT_MESSAGE_CONTENT":
             seen += event["delta"]
+    # A run no process may take over (docs/operations.md#takeover), as an AG-UI run: these tests pin
+    # what happens to those (tests/runs/test_takeover.py to the others).
+    Run.objects.filter(id=run_id).update(resume=None)
     # The client stops reading here; the checkpoint catches up with what it saw within a second or so.
     _poll(lambda: (Run.objects.get(id=run_id).partial_text or "").startswith(seen), "a checkpoint")
     return thread_id, run_id, seen, (response, events)

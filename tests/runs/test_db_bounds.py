@@ -62,7 +62,7 @@ def test_the_watcher_does_not_inherit_the_context_of_the_request_that_starts_it(
 
     async def fake_db_call(fn, *args):
         seen.append(request_var.get())
-        return [], True  # _tick_in_db's (flagged, written)
+        return [], True, []  # _tick_in_db's (flagged, written, taken over)
 
     monkeypatch.setattr("runs.control.db_call", fake_db_call)
 

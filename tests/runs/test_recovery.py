@@ -135,9 +135,9 @@ class _Step:
 def test_the_watcher_checkpoints_a_run_at_most_once_a_second_and_only_when_its_text_changed(monkeypatch):
     written: list[dict] = []
 
-    def tick_in_db(run_ids, checkpoints, cleanup=False):
+    def tick_in_db(run_ids, checkpoints, cleanup=False, room=0):
         written.append(dict(checkpoints))
-        return [], True
+        return [], True, []
 
     monkeypatch.setattr(control_module, "_tick_in_db", tick_in_db)
     clock = [1000.0]

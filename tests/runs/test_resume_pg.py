@@ -182,8 +182,9 @@ def test_event_log_statements_do_not_grow_with_events_or_readers(cluster, apis):
 
 def test_a_reader_of_a_run_whose_process_died_ends_with_the_runs_error(cluster):
     pg, key = cluster
-    with two_servers("resume-doomed", key, {"DATABASE_URL": pg.url, "DB_POOL_SIZE": "4",
-                                            "RUN_LEASE_SECONDS": "1"}) as (doomed, _, a, b):
+    # A run that cannot be taken over (docs/operations.md#takeover): tests/runs/test_takeover.py has the others.
+    with two_servers("resume-doomed", key, {"DATABASE_URL": pg.url, "DB_POOL_SIZE": "4", "RUN_LEASE_SECONDS": "1",
+                                            "RUN_TAKEOVER_LIMIT": "0"}) as (doomed, _, a, b):
         _, thread_id, run_id = start(a, "!slow")
         reader = iter_frames(events(b, thread_id, run_id))
         first = [next(reader), next(reader)]

@@ -64,7 +64,8 @@ def test_a_shutdown_ends_every_open_stream_retryably_and_leaves_nothing_running(
 
     McpServer.objects.create(project=project, name="kept", transport="stdio", command=sys.executable,
                              args=[str(SERVER_SCRIPT), "stdio"])
-    server = LiveServer("shutdown", {"LOG_LEVEL": "INFO"})
+    # Runs that cannot be taken over (docs/operations.md#takeover; tests/runs/test_takeover.py hands them over).
+    server = LiveServer("shutdown", {"LOG_LEVEL": "INFO", "RUN_TAKEOVER_LIMIT": "0"})
     try:
         from tests.conftest import Api
 

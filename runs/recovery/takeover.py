@@ -1,0 +1,277 @@
+"""Takeover (docs/operations.md#takeover): a run whose process died or shut down goes on in another.
+
+- `takeover_claim`, called by every process's watcher each tick, takes the stale leases (not renewed
+  for a third of RUN_LEASE_SECONDS: leases.py `stale_before`) of runs that can be taken over (a stored `Run.resume`, fewer than RUN_TAKEOVER_LIMIT takeovers, no cancel asked),
+  at most as many as the process has room for (RUN_TAKEOVERS_PER_PROCESS), in one short transaction:
+  the thread's lease renewed, `Run.owner` set to this process (the fence: the process that lost the run
+  may write nothing for it from then on: runs/lock.py `lock_fence`) and the takeover appended to the
+  run's history (`Run.takeovers`). Two processes claiming together: the thread's row lock (SKIP LOCKED on
+  PostgreSQL, the write lock on SQLite) gives the run to exactly one.
+- `run_resume` reads what the advance loop needs to go on from the last stored step, and what the client
+  must be shown first (`Resumed.preamble`): the end of every message and tool call the client saw open
+  (the step in flight, which is redone and was never stored), a CUSTOM `tambo.run.takeover`, and a
+  MESSAGES_SNAPSHOT of the stored thread. A step whose tool calls were stored without their results
+  has those calls run again (`Resumed.redo`), unless one is a client's or not safe to repeat: the run
+  then fails as it did before takeovers existed, with the reason in its message.
+- `runs_hand_over` is a shutting-down process's half: once its runs stopped (their text checkpointed,
+  their events logged), their leases are made to look expired and `Run.owner` set to HANDED_OVER, so
+  another process's next tick takes them.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from ag_ui.core import BaseEvent, CustomEvent, MessagesSnapshotEvent, TextMessageEndEvent, ToolCallEndEvent
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from clientsdk import wire
+from core.db import db_call
+from projects.models_config import model_chain_for
+from providers.base import ModelError
+from runs import bodies
+from runs.context_budget import history_for, run_budget
+from runs.history import result_text
+from runs.lock import OWNED, lock_fence
+from runs.models import THIS_PROCESS, Run, RunEvent
+from runs.reasoning import ThinkingEndEvent, ThinkingTextMessageEndEvent
+from runs.recovery.leases import partial_store, stale_before, takeable_runs
+from runs.services import StartedRun
+from runs.step import Call, Step
+from runs.toolbox import mcp_tools_load
+from threads.content import block_text
+from threads.models import LEASE_EXPIRED_CODE, Message, RunStatus, Thread
+from tools.registry import get_tool
+from tools.selectors import project_tools_of
+
+log = logging.getLogger(__name__)
+
+HANDED_OVER = "handed-over"  # Run.owner of a run a shutting-down process gave up: nobody may write for it
+SHUTDOWN_CODE = "SERVER_SHUTTING_DOWN"
+# The events that open something the client then expects to see closed, and the event closing each.
+_CLOSERS = {"TEXT_MESSAGE_START": "TEXT_MESSAGE_END", "TOOL_CALL_START": "TOOL_CALL_END",
+            "THINKING_TEXT_MESSAGE_START": "THINKING_TEXT_MESSAGE_END", "THINKING_START": "THINKING_END"}
+
+
+def takeover_claim(*, limit: int) -> list[str]:
+    """Takes over up to `limit` runs whose lease expired (see the module docstring); returns their ids.
+
+    One transaction of four statements whatever the number (one more per run claimed, for its history);
+    a tick with nothing expired reads one index and writes nothing.
+    """
+    if limit <= 0 or settings.RUN_TAKEOVER_LIMIT <= 0:
+        return []
+    now = timezone.now()
+    expired = Thread.objects.exclude(run_status=RunStatus.IDLE).filter(
+        lease_expires_at__lt=stale_before(now), current_run_id__in=takeable_runs())
+    if not expired.exists():
+        return []
+    with transaction.atomic():
+        rows = expired.order_by("lease_expires_at").only("id", "current_run_id")
+        if connection.vendor == "postgresql":
+            rows = rows.select_for_update(skip_locked=True)
+        claimed = {t.current_run_id: t.id for t in rows[:limit]}
+        if not claimed:
+            return []
+        Thread.objects.filter(id__in=claimed.values()).update(
+            run_status=RunStatus.STREAMING, lease_expires_at=now + timedelta(seconds=settings.RUN_LEASE_SECONDS),
+            updated_at=now)
+        for run_id, owner, history in Run.objects.filter(id__in=list(claimed)).values_list("id", "owner", "takeovers"):
+            entry = {"at": now.isoformat(), "reason": "handover" if owner == HANDED_OVER else "lease_expired",
+                     "by": THIS_PROCESS}
+            Run.objects.filter(id=run_id).update(owner=THIS_PROCESS, takeover_count=F("takeover_count") + 1,
+                                                 takeovers=[*(history or []), entry], status=Run.Status.STREAMING)
+    return list(claimed)
+
+
+def runs_hand_over(*, run_ids: list[str]) -> int:
+    """Gives up the leases of this process's `run_ids` for another process to take over at once: the
+    leases expire now and the runs' owner becomes HANDED_OVER. Call once their events are logged."""
+    if not run_ids:
+        return 0
+    now = timezone.now()
+    with transaction.atomic():
+        mine = list(Run.objects.filter(OWNED, id__in=run_ids).values_list("id", flat=True))
+        handed = Thread.objects.filter(current_run_id__in=mine).exclude(run_status=RunStatus.IDLE).update(
+            lease_expires_at=now - timedelta(milliseconds=1), updated_at=now)
+        Run.objects.filter(id__in=mine).update(owner=HANDED_OVER)
+    return handed
+
+
+@dataclass
+class Resumed:
+    """How a taken-over run goes on (StartedRun.resumed; runs/loop.py)."""
+
+    reason: str  # "handover" or "lease_expired"
+    after: int  # the last event id logged before the takeover: the new events follow it
+    preamble: list[BaseEvent] = field(default_factory=list)
+    refusal: str | None = None  # why the run cannot go on; it fails with `code`
+    code: str = LEASE_EXPIRED_CODE
+    step: Message | None = None  # the last stored step, when some of its tool calls have no stored result
+    answered: dict[str, str] = field(default_factory=dict)  # its calls' stored results (text for the model)
+
+    def redo(self, toolbox, messages: list[dict]) -> Step | None:
+        """Raises ModelError when the run cannot go on. Else, for a stored step whose tool results
+        were not all stored: appends the step and its stored results to `messages` and returns the
+        step holding the calls to run again (runs/loop.py resolves them as it would have)."""
+        if self.refusal is not None:
+            raise ModelError(self.code, self.refusal, retryable=True)
+        if self.step is None:
+            return None
+        uses = [b for b in self.step.content if b.get("type") == "tool_use"]
+        redo = Step(message_id=self.step.id, toolbox=toolbox)
+        for index, block in enumerate(b for b in uses if b["id"] not in self.answered):
+            kind = toolbox.kind(block["name"])
+            if kind == "client" or (kind in ("server", "mcp") and not toolbox.repeatable(block["name"])):
+                what = "a client tool call was pending" if kind == "client" else \
+                    f"its tool {block['name']} is not safe to run again"
+                raise ModelError(self.code, f"The run could not be taken over: {what}.", retryable=True)
+            call = Call(id=block["id"], name=block["name"], kind=kind)
+            call.arguments = json.dumps(block.get("input") or {})
+            redo.calls[index] = call
+        text = "".join(block_text(b) for b in self.step.content if b.get("type") == "text")
+        messages.append({"role": "assistant", "content": text or None, "tool_calls": [
+            {"id": b["id"], "type": "function",
+             "function": {"name": b["name"], "arguments": json.dumps(b.get("input") or {}, ensure_ascii=False)}}
+            for b in uses]})
+        if self.step.reasoning_blocks:
+            messages[-1]["thinking_blocks"] = self.step.reasoning_blocks
+        messages.extend({"role": "tool", "tool_call_id": cid, "content": text} for cid, text in self.answered.items())
+        return redo
+
+
+def run_resume(*, run_id: str) -> StartedRun:
+    """What the advance loop needs to go on with run `run_id`, just claimed by this process.
+
+    Reads the run, its thread and project, the thread's history and the run's logged events (their
+    opening events only).
+    """
+    run = Run.objects.select_related("thread", "thread__project").get(id=run_id, owner=THIS_PROCESS)
+    thread = run.thread
+    project = thread.project
+    body = bodies.CreateRunBody.model_validate(
+        {**run.resume, "message": {"role": "user", "content": [{"type": "text", "text": "(taken over)"}]}})
+    reason = run.takeovers[-1]["reason"] if run.takeovers else "lease_expired"
+    resumed = Resumed(reason=reason, after=0, code=SHUTDOWN_CODE if reason == "handover" else LEASE_EXPIRED_CODE)
+    context_budget = run_budget(project, body.max_tokens)
+    history = list(history_for(thread, context_budget))
+    _split_last_step(history, run, resumed)
+    resumed.after, resumed.preamble = _preamble(run, thread, resumed)
+    started = StartedRun(thread=thread, run=run, body=body, history=history, tools=project_tools_of(project),
+                         models=model_chain_for(project, requested=body.model), context_budget=context_budget)
+    started.resumed = resumed
+    return started
+
+
+def _split_last_step(history: list[Message], run: Run, resumed: Resumed) -> None:
+    """Takes the run's last stored step out of `history` into `resumed` when some of its tool calls
+    have no stored result (the process stopped while they ran): the loop runs them again."""
+    steps = [i for i, m in enumerate(history) if m.role == Message.Role.ASSISTANT and m.run_id == run.id]
+    if not steps:
+        return
+    index = steps[-1]
+    step = history[index]
+    uses = {b["id"] for b in step.content if b.get("type") == "tool_use"}
+    results = {m.tool_call_id: m for m in history[index + 1:] if m.role == Message.Role.TOOL and m.tool_call_id in uses}
+    if not uses or len(results) == len(uses):
+        return
+    resumed.step = step
+    resumed.answered = {cid: result_text(m.content[0]) for cid, m in results.items() if m.content}
+    del history[index:]  # its results (if any) follow it; nothing else of the run can
+
+
+def _preamble(run: Run, thread: Thread, resumed: Resumed) -> tuple[int, list[BaseEvent]]:
+    """(the last logged event id, the events the client is shown before the run goes on)."""
+    rows = RunEvent.objects.filter(run_id=run.id).exclude(data__startswith='{"type":"TEXT_MESSAGE_CONTENT"').exclude(
+        data__startswith='{"type":"TOOL_CALL_ARGS"').order_by("seq").values_list("seq", "data")
+    last = RunEvent.objects.filter(run_id=run.id).order_by("-seq").values_list("seq", flat=True).first() or 0
+    open_: dict[tuple[str, str], None] = {}
+    for _, data in rows:
+        event = json.loads(data)
+        kind = event.get("type")
+        key = event.get("messageId") or event.get("toolCallId") or ""
+        if kind in _CLOSERS:
+            open_[(kind, key)] = None
+        else:
+            for opener, closer in _CLOSERS.items():
+                if closer == kind:
+                    open_.pop((opener, key), None)
+    closing = [_closer(opener, key) for opener, key in reversed(list(open_))]
+    takeover = CustomEvent(name=wire.RUN_TAKEOVER, value={"reason": resumed.reason, "takeovers": run.takeover_count})
+    return last, [*closing, takeover, messages_snapshot(thread)]
+
+
+def _closer(opener: str, key: str) -> BaseEvent:
+    if opener == "TEXT_MESSAGE_START":
+        return TextMessageEndEvent(message_id=key)
+    if opener == "TOOL_CALL_START":
+        return ToolCallEndEvent(tool_call_id=key)
+    return ThinkingTextMessageEndEvent() if opener == "THINKING_TEXT_MESSAGE_START" else ThinkingEndEvent()
+
+
+def messages_snapshot(thread: Thread) -> MessagesSnapshotEvent:
+    """The stored thread as AG-UI messages (text only: an image or file is named, not sent)."""
+    out: list[dict[str, Any]] = []
+    for m in Message.objects.filter(thread=thread).order_by("created_at", "id"):
+        text = "\n".join(block_text(b) for b in m.content if b.get("type") in ("text", "resource"))
+        if m.role == Message.Role.TOOL:
+            block = next((b for b in m.content if b.get("type") == "tool_result"), None)
+            out.append({"id": m.id, "role": "tool", "toolCallId": m.tool_call_id or "",
+                        "content": result_text(block) if block else text})
+        elif m.role == Message.Role.ASSISTANT:
+            calls = [{"id": b["id"], "type": "function", "function": {
+                "name": b["name"], "arguments": json.dumps(b.get("input") or {}, ensure_ascii=False)}}
+                for b in m.content if b.get("type") == "tool_use"]
+            out.append({"id": m.id, "role": "assistant", "content": text or None, **({"toolCalls": calls} if calls else {})})
+        elif m.role in (Message.Role.USER, Message.Role.SYSTEM):
+            out.append({"id": m.id, "role": m.role, "content": text})
+    return MessagesSnapshotEvent.model_validate({"type": "MESSAGES_SNAPSHOT", "messages": out})
+
+
+async def takeover_start(run_id: str) -> None:
+    """Goes on with a run this process just claimed, with no reader: its events go to the event log
+    after the last one its previous process logged (runs/views.py `run_unread`). Never raises: a run
+    that cannot even be read is left to its lease (it expires again and counts one takeover more)."""
+    from runs.views import run_unread  # the views import the watcher, which calls this
+
+    try:
+        started = await db_call(run_resume, run_id=run_id)
+        refusal = await _refusal(started)
+        if refusal is not None:
+            started.resumed.refusal = f"The run could not be taken over: {refusal}."
+            await db_call(_refuse, started)
+    except Exception:  # noqa: BLE001 - logged; the lease runs out and the sweep or another process ends it
+        log.exception("Run %s: could not be taken over", run_id)
+        return
+    run_unread(started, after=started.resumed.after)
+
+
+async def _refusal(started: StartedRun) -> str | None:
+    """Why the stored step's calls without a stored result cannot run again (docs/tools.md#safe-to-repeat)."""
+    resumed = started.resumed
+    if resumed.step is None:
+        return None
+    names = [b["name"] for b in resumed.step.content if b.get("type") == "tool_use" and b["id"] not in resumed.answered]
+    client = {t.name for t in started.body.tools or []}
+    if any(name in client for name in names):
+        return "a client tool call was pending"
+    others = [name for name in names if name not in started.tools.enabled]
+    mcp = await mcp_tools_load(started.tools.mcp_configs) if others else {}
+    for name in names:
+        tool = get_tool(name) if name in started.tools.enabled else None
+        if (tool is not None and not tool.repeatable) or (name in mcp and name not in mcp.repeatable):
+            return f"its tool {name} is not safe to run again"
+    return None
+
+
+def _refuse(started: StartedRun) -> None:
+    # As when a run could not be taken over: the text its client saw is kept, marked cancelled.
+    with transaction.atomic():
+        lock_fence(run_id=started.run.id)
+        partial_store(thread=started.thread, run=started.run)
