@@ -35,6 +35,7 @@ from runs.recovery.leases import checkpoint_write, expired_lease_sweep
 from runs.stream.event_log import event_log_cleanup
 from runs.stream.feeds import flusher
 from runs.stream.follow import follower
+from runs.stream.thread_watch import thread_watch
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -262,6 +263,8 @@ class Watcher:
         cleanup = now - self._cleaned_at >= min(settings.RUN_REPLAY_SECONDS / 4, 30.0)
         if follower.mirrors:
             follower.wake()
+        if thread_watch.mirrors:
+            thread_watch.heard(["*"])  # a notification lost while LISTEN reconnected costs a tick at most
         flagged, written = await db_call(_tick_in_db, run_ids, checkpoints, cleanup)
         if cleanup:
             self._cleaned_at = now

@@ -106,7 +106,7 @@ def run_in_background(started: services.StartedRun) -> None:
     the event log only, for GET …/events to read (docs/protocol.md#background-runs)."""
     control = RunControl(started.run.id)
     watcher.register(control)
-    feed = flusher.feed_for(started.run.id)
+    feed = flusher.feed_for(started.run.id, started.thread.id)
     _launch(_produce(advance(started, control, started.models or get_provider()), feed, control, None, True))
 
 
@@ -121,7 +121,7 @@ def stream_run(started: services.StartedRun, adapt=None) -> StreamingHttpRespons
     control = RunControl(started.run.id)
     watcher.register(control)
     logged = adapt is None
-    feed = flusher.feed_for(started.run.id) if logged else Feed(started.run.id)
+    feed = flusher.feed_for(started.run.id, started.thread.id) if logged else Feed(started.run.id)
     keep_going = logged and outlives_disconnect(started)
     reading = asyncio.Event()
     events = advance(started, control, started.models or get_provider())
