@@ -98,7 +98,7 @@ def test_the_python_client_joins_a_background_run_and_gets_its_whole_answer(runs
         seen = [event.type for event, _ in stream]
         snapshot = stream.snapshot
     assert seen[0] == "RUN_STARTED" and seen[-1] == "RUN_FINISHED"
-    assert snapshot.messages[-1].content[0].text == stored_answer(api, started["threadId"])
+    assert snapshot.messages[-1].text == stored_answer(api, started["threadId"])
 
 
 def test_cancelling_a_background_run_stops_it_and_stores_the_partial_answer(runs, api):
