@@ -5,6 +5,7 @@ tests/runs/test_thread_stream_pg.py covers a run started on another process.
 from __future__ import annotations
 
 import queue
+import socket
 import threading
 import time
 
@@ -49,6 +50,15 @@ class Watcher:
                 return got
 
     def close(self) -> None:
+        # Shut the socket down first: the reading thread is blocked in it, and a plain close would
+        # wait for the read's timeout.
+        connection = getattr(self.response.raw, "_connection", None) or getattr(self.response.raw, "connection", None)
+        sock = getattr(connection, "sock", None)
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
         self.response.close()
 
 
