@@ -91,14 +91,16 @@ def test_a_background_run_is_joined_later_through_its_events_from_the_first_to_t
     assert read_frames(events(api, thread_id, run_id, last_event_id="2")) == frames[2:]
 
 
-def test_the_python_client_joins_a_background_run_and_gets_its_whole_answer(runs, api, live_server_url, api_key):
-    started = background(runs, LONG, background=True).json()
+def test_the_python_client_starts_a_background_run_joins_it_and_reads_its_status(api, live_server_url, api_key):
     with Client(live_server_url, api_key, api.user_key, timeout=30) as client:
-        stream = client.join(started["threadId"], started["id"])
+        started = client.runs.start_background(LONG)
+        assert started.status == "streaming"
+        stream = client.join(started.thread_id, started.id)
         seen = [event.type for event, _ in stream]
         snapshot = stream.snapshot
-    assert seen[0] == "RUN_STARTED" and seen[-1] == "RUN_FINISHED"
-    assert snapshot.messages[-1].text == stored_answer(api, started["threadId"])
+        assert seen[0] == "RUN_STARTED" and seen[-1] == "RUN_FINISHED"
+        assert snapshot.messages[-1].text == stored_answer(api, started.thread_id)
+        assert client.runs.retrieve(started.thread_id, started.id).status == "completed"
 
 
 def test_cancelling_a_background_run_stops_it_and_stores_the_partial_answer(runs, api):
