@@ -263,8 +263,7 @@ class Watcher:
         cleanup = now - self._cleaned_at >= min(settings.RUN_REPLAY_SECONDS / 4, 30.0)
         if follower.mirrors:
             follower.wake()
-        if thread_watch.mirrors:
-            thread_watch.heard(["*"])  # a notification lost while LISTEN reconnected costs a tick at most
+        thread_watch.tick(now)  # a notification lost while LISTEN reconnected costs seconds at most
         flagged, written = await db_call(_tick_in_db, run_ids, checkpoints, cleanup)
         if cleanup:
             self._cleaned_at = now

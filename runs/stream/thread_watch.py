@@ -10,7 +10,8 @@ read again (`refresh`) when the thread is named by
 - `threads/changes.py` `thread_changed`: a rename or a component's state set, by any process (a NOTIFY
   on PostgreSQL, in the writer's transaction) or this one (after its commit);
 - a run starting in this process (runs/stream/feeds.py `Flusher.feed_for`), at once;
-- the watcher's tick (runs/control.py), in case a notification was lost while LISTEN reconnected.
+- the watcher's tick (runs/control.py), every POLL_SECONDS, in case a notification was lost while
+  LISTEN reconnected.
 
 One refresh reads every dirty thread with three statements on a database thread, whatever the number of
 streams; a stream that waits holds no connection. Streams compare the mirror with what they sent.
@@ -36,6 +37,9 @@ from threads.models import Message, Thread
 log = logging.getLogger(__name__)
 
 RUNS_KEPT = 50  # the newest runs a mirror keeps: a stream follows them one after the other
+# How often the watcher's tick reads the watched threads again anyway: only a notification lost while
+# LISTEN reconnected needs it, so seconds, not every tick (three statements each time).
+POLL_SECONDS = 5.0
 
 
 @dataclass
@@ -69,6 +73,7 @@ class ThreadWatch:
         self._dirty: set[str] = set()
         self._task: asyncio.Task | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._polled_at = 0.0
 
     def attach(self, thread_id: str, since: datetime | None) -> ThreadMirror:
         """The mirror of `thread_id` for one more stream, which knows the runs up to `since`; a
@@ -100,6 +105,12 @@ class ThreadWatch:
         if self._task is None or self._task.done() or self._task.get_loop() is not loop:
             self._task = loop.create_task(self._refresh_loop(), context=contextvars.Context())
 
+    def tick(self, now: float) -> None:
+        """The watcher's tick (runs/control.py): every POLL_SECONDS, the watched threads are read again."""
+        if self.mirrors and now - self._polled_at >= POLL_SECONDS:
+            self._polled_at = now
+            self.heard(["*"])
+
     def heard_threadsafe(self, ids: list[str]) -> None:
         """`heard`, from a thread that is not the event loop's (a DRF view, a database thread)."""
         loop = self._loop
@@ -120,6 +131,8 @@ class ThreadWatch:
             for thread_id, (thread, runs, components) in read.items():
                 mirror = self.mirrors.get(thread_id)
                 if mirror is not None:
+                    if len(runs) > RUNS_KEPT:
+                        mirror.since = runs[-RUNS_KEPT - 1][1]  # the next read starts at what is kept
                     mirror.thread, mirror.runs, mirror.components = thread, runs[-RUNS_KEPT:], components
                     mirror._changed()
 
