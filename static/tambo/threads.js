@@ -77,8 +77,9 @@ export class ThreadsChat {
   onThreadEvent(event, id, watching) {
     if (event.type === "CUSTOM" && event.name === "tambo.thread.updated") {
       const thread = event.value;
-      // During a turn of ours the turn keeps the thread's run fields; only its name and metadata change.
-      this.rememberThread(this.busy ? { id: thread.id, name: thread.name, metadata: thread.metadata } : thread);
+      // Only the name and the metadata: the run fields (lastCompletedRunId…) stay the turns' own
+      // bookkeeping, re-read with the thread after each run (ours, or one seen here).
+      this.rememberThread({ id: thread.id, name: thread.name, metadata: thread.metadata });
       return;
     }
     if (event.type === "CUSTOM" && event.name === "tambo.component.state") {
