@@ -19,6 +19,7 @@ from .wire import (
     Message,
     MessagePage,
     NamedThread,
+    RunInfo,
     SuggestionPage,
     Thread,
     ThreadPage,
@@ -202,6 +203,27 @@ class Runs(_Resource):
         stream.thread_id = stream.thread_id or thread_id
         stream.run_id = stream.run_id or run_id
         return stream
+
+    def start_background(
+        self,
+        message: str | list[dict[str, Any]] | dict[str, Any],
+        *,
+        thread_id: str | None = None,
+        previous_run_id: str | None = None,
+        **fields: Any,
+    ) -> RunInfo:
+        """Start a background run (docs/protocol.md#background-runs): answered at once with the run, which
+        goes on with no reader; follow it with `events` or `Client.join`, see it with `retrieve`.
+        `fields`: the other `CreateRunBody` fields by their Python names (`tools`, `model`, ...)."""
+        body = run_body(user_message(message), user_key=self._user_key, new_thread=thread_id is None,
+                        previous_run_id=previous_run_id, background=True, **fields)
+        path = "/v1/threads/runs" if thread_id is None else f"/v1/threads/{_seg(thread_id)}/runs"
+        return self._core.request_model("POST", path, RunInfo, json=body)
+
+    def retrieve(self, thread_id: str, run_id: str) -> RunInfo:
+        """The run's status (docs/protocol.md#background-runs)."""
+        path = f"/v1/threads/{_seg(thread_id)}/runs/{_seg(run_id)}"
+        return self._core.request_model("GET", path, RunInfo, params={"userKey": self._user_key})
 
     def cancel(self, thread_id: str, run_id: str) -> CancelResult:
         path = f"/v1/threads/{_seg(thread_id)}/runs/{_seg(run_id)}"

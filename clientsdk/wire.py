@@ -166,6 +166,28 @@ class ComponentStateResult(WireModel):
     state: dict[str, Any]
 
 
+class RunError(WireModel):
+    code: str | None = None
+    message: str | None = None
+
+
+class RunInfo(WireModel):
+    """A run as `GET /v1/threads/{threadId}/runs/{runId}` shows it, and the answer (202) of a run
+    started with `background: true` (docs/protocol.md#background-runs)."""
+
+    id: str
+    thread_id: str
+    status: Literal["waiting", "streaming", "awaiting_input", "completed", "cancelled", "failed"]
+    # Where to read its events (docs/protocol.md#resumable-runs).
+    events_url: str
+    previous_run_id: str | None = None
+    model: str | None = None
+    error: RunError | None = None
+    created_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
 # --- Requests --------------------------------------------------------------------------------------
 
 class InTextBlock(RequestModel):
@@ -251,6 +273,9 @@ class CreateRunBody(RequestModel):
     # "continue": the run goes on to its end when the client goes away; its events can be read
     # again from GET …/runs/{runId}/events (docs/protocol.md#resumable-runs). "cancel" (or none: the reference's behaviour) cancels it.
     on_disconnect: Literal["cancel", "continue"] | None = None
+    # True: the start answers at once (202, a RunInfo) and the run goes on with no reader; follow it
+    # with GET …/runs/{runId}/events (docs/protocol.md#background-runs). The header `Prefer: respond-async` says the same.
+    background: bool | None = None
 
 
 class NewThreadSpec(RequestModel):

@@ -102,6 +102,8 @@ class ProjectSettings(SettingsModel):
     their own columns (the project file maps `systemPrompt` and `userTokens` onto them)."""
 
     allow_system_prompt_override: bool = False
+    # A run whose client goes away without saying `onDisconnect` goes on to its end (docs/protocol.md#background-runs).
+    runs_outlive_disconnect: bool = False
     token_required: bool = False
     allowed_origins: list[Annotated[str, AfterValidator(_check_origin)]] = Field(default_factory=list)
     models: list[ModelSpec] = Field(default_factory=list)

@@ -13,3 +13,14 @@ class RunsConfig(AppConfig):
         from runs.recovery.leases import dead_run_record
 
         lock.lock_takeover_register(dead_run_record)
+
+        # The live thread streams hear of a thread's changes from the threads' services, the event
+        # log's notifications and runs starting here (runs/stream/thread_watch.py).
+        from runs.stream.feeds import flusher
+        from runs.stream.follow import follower
+        from runs.stream.thread_watch import thread_changed_notify, thread_watch
+        from threads.changes import thread_changes_register
+
+        thread_changes_register(thread_changed_notify)
+        follower.listeners.append(thread_watch.heard)
+        flusher.thread_listeners.append(thread_watch.heard)

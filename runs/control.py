@@ -36,6 +36,7 @@ from runs.recovery.takeover import runs_hand_over, takeover_claim, takeover_star
 from runs.stream.event_log import event_log_cleanup
 from runs.stream.feeds import flusher
 from runs.stream.follow import follower
+from runs.stream.thread_watch import thread_watch
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -308,6 +309,7 @@ class Watcher:
         cleanup = now - self._cleaned_at >= min(settings.RUN_REPLAY_SECONDS / 4, 30.0)
         if follower.mirrors:
             follower.wake()
+        thread_watch.tick(now)  # a notification lost while LISTEN reconnected costs seconds at most
         flagged, written, claimed = await db_call(_tick_in_db, run_ids, checkpoints, cleanup, self.takeover_room())
         for run_id in claimed:
             # Each in its own task: reading a run's history must not hold up the next tick's renewals.

@@ -69,6 +69,11 @@ def _run_operation(operation_id: str, summary: str, body_ref: dict, headers: dic
                 "headers": headers,
                 "content": {"text/event-stream": {"schema": {"type": "string"}, "example": _STREAM_EXAMPLE}},
             },
+            "202": {"description": "A background run (`background: true`, or `Prefer: respond-async`): started, "
+                                   "answered at once; read its events at `eventsUrl` "
+                                   "(docs/protocol.md#background-runs).",
+                    "headers": {**headers, "Location": {"description": "The run's URL.", "schema": {"type": "string"}}},
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RunInfo"}}}},
             **{status: problem(status) for status in ("400", "401", "404", "409", "413", "500", "503")},
         },
     }
@@ -78,6 +83,7 @@ def run_paths(components: dict[str, Any]) -> dict[str, Any]:
     run_id_header = {"description": "The new run's id.", "schema": {"type": "string"}}
     thread_id = path_param("threadId", "The thread's id (`thr_…`).")
     cancel_ref = add_model(components, wire.CancelResult)
+    run_ref = add_model(components, wire.RunInfo)
     return {
         "/v1/threads/runs": {"post": _run_operation(
             "threadsRunsCreateWithThread",
@@ -94,7 +100,22 @@ def run_paths(components: dict[str, Any]) -> dict[str, Any]:
             {"X-Run-Id": run_id_header},
             [thread_id],
         )},
-        "/v1/threads/{threadId}/runs/{runId}": {"delete": {
+        "/v1/threads/{threadId}/runs/{runId}": {"get": {
+            "operationId": "threadsRunsRetrieve",
+            "summary": "A run's status (docs/protocol.md#background-runs)",
+            "tags": ["runs"],
+            "parameters": [thread_id, path_param("runId", "The run's id (`run_…`)."), _USER_KEY],
+            "security": SECURITY,
+            "responses": {
+                "200": {"description": "The run.", "content": {"application/json": {"schema": run_ref}}},
+                "400": problem("400"),
+                "401": problem("401"),
+                "404": {"description": "No such run on this user's thread (`RUN_NOT_FOUND`).",
+                        "content": {PROBLEM_CONTENT_TYPE: {"schema": PROBLEM_REF}}},
+                "500": problem("500"),
+                "503": problem("503"),
+            },
+        }, "delete": {
             "operationId": "threadsRunsCancel",
             "summary": "Cancel the thread's active run",
             "tags": ["runs"],
@@ -124,6 +145,44 @@ def run_paths(components: dict[str, Any]) -> dict[str, Any]:
             },
         }},
     }
+
+
+_USER_KEY = {"name": "userKey", "in": "query", "required": False, "schema": {"type": "string"},
+             "description": "The end user the call acts for; required unless a bearer access token names it."}
+
+THREAD_EVENTS = """\
+The thread's live stream (docs/protocol.md#the-live-thread-stream), open for as long as the client keeps
+it: `MESSAGES_SNAPSHOT {threadId, messages}` (the stored messages, as `GET /v1/threads/{threadId}` shows
+them, less what a run in progress produced so far), `CUSTOM tambo.thread.updated {value: Thread}`, then
+every /v1 run of the thread from any client or process, each from `RUN_STARTED` to its end, with ids
+`<runId>:<seq>` (a run that starts after the join comes after a new `MESSAGES_SNAPSHOT`), and whenever they
+happen `CUSTOM tambo.thread.updated` (a rename) and `CUSTOM tambo.component.state {messageId,
+componentId, state}`. `Last-Event-ID: <runId>:<seq>` resumes after that event with no snapshot while
+the runs can be replayed.
+"""
+
+
+def thread_events_path() -> dict[str, Any]:
+    last_event_id = {"name": "Last-Event-ID", "in": "header", "required": False,
+                     "schema": {"type": "string", "pattern": "^run_[A-Za-z0-9_-]+:[0-9]+$"},
+                     "description": "The id of the last run event the client got (`<runId>:<seq>`)."}
+    return {"/v1/threads/{threadId}/events": {"get": {
+        "operationId": "threadsEvents",
+        "summary": "Follow a thread live: its runs, renames and component states",
+        "tags": ["threads"],
+        "parameters": [path_param("threadId", "The thread's id (`thr_…`)."), _USER_KEY, last_event_id],
+        "security": SECURITY,
+        "responses": {
+            "200": {"description": THREAD_EVENTS, "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+            "400": {"description": "A `Last-Event-ID` that is not `<runId>:<seq>` (`VALIDATION_ERROR`).",
+                    "content": {PROBLEM_CONTENT_TYPE: {"schema": PROBLEM_REF}}},
+            "401": problem("401"),
+            "404": {"description": "No such thread for this user (`THREAD_NOT_FOUND`).",
+                    "content": {PROBLEM_CONTENT_TYPE: {"schema": PROBLEM_REF}}},
+            "500": problem("500"),
+            "503": problem("503"),
+        },
+    }}}
 
 
 def run_events_path() -> dict[str, Any]:
@@ -201,6 +260,7 @@ def agui_path(components: dict[str, Any]) -> dict[str, Any]:
         [],
     )
     operation["tags"] = ["ag-ui"]
+    del operation["responses"]["202"]  # AG-UI runs always stream
     operation["description"] = AG_UI_ENDPOINT
     operation["responses"]["200"]["description"] = AG_UI_EVENTS_PLAIN
     operation["responses"]["404"] = {

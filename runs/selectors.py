@@ -14,6 +14,19 @@ from runs.stream.event_log import replay_ended, run_orphaned
 from threads.models import LEASE_EXPIRED_CODE
 
 
+def run_get(*, principal: Principal, thread_id: str, run_id: str, user_key_raw: object) -> Run:
+    """The run `run_id` of the requester's thread `thread_id` (docs/protocol.md#background-runs); 404
+    RUN_NOT_FOUND for an unknown run and another user's or project's, as for threads. One statement."""
+    user_key = principal.user_key_checked(user_key_raw)
+    run = (Run.objects.filter(id=run_id, thread_id=thread_id, thread__project=principal.project,
+                              thread__user_key=user_key)
+           .only("id", "thread_id", "status", "previous_run_id", "model", "error_code", "error_message",
+                 "created_at", "started_at", "finished_at").first())
+    if run is None:
+        raise Problem(404, "RUN_NOT_FOUND", f"Run {run_id} was not found.")
+    return run
+
+
 @dataclass
 class ReplayFacts:
     run_id: str

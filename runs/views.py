@@ -20,11 +20,14 @@ from core.db import db_call
 from core.problems import Problem, response_for
 from core.sse import sse_response
 from projects.auth import principal_aresolve
+from projects.config import project_settings
 from providers import get_provider
 from runs import services
 from runs.attachments import run_content_check
 from runs.control import RunControl, watcher
+from runs import selectors
 from runs.loop import advance
+from runs.models import Run
 from runs.start import ContentToCheck, run_start_request
 from runs.stream.feeds import Feed, flusher, read
 from runs.stream.guard import encode_into
@@ -45,20 +48,57 @@ async def create_run(request: HttpRequest, thread_id: str) -> HttpResponse:
 
 
 async def _start(request: HttpRequest, thread_id: str | None) -> HttpResponse:
+    background = _prefers_async(request)
     try:
         # Authentication, the body and the start: one database call (runs/start.py); a body with
         # images or files is checked (and its MCP resources read) off the lock first, then started.
-        started = await run_start_shielded(run_start_request, request=request, thread_id=thread_id)
+        started = await run_start_shielded(run_start_request, request=request, thread_id=thread_id,
+                                           background=background)
         if isinstance(started, ContentToCheck):
             await run_content_check(project=started.principal.project, body=started.body)
             started = await run_start_shielded(services.run_start, principal=started.principal,
-                                               body=started.body, thread_id=thread_id, tools=started.tools)
+                                               body=started.body, thread_id=thread_id, tools=started.tools,
+                                               background=background)
     except Problem as problem:
         return response_for(problem, request.path)
-    response = stream_run(started)
+    if background or started.body.background:
+        run_unread(started)
+        response = JsonResponse(run_to_wire(started.run, thread_id=started.thread.id).wire(), status=202)
+        response["Location"] = run_path(started.thread.id, started.run.id)
+    else:
+        response = stream_run(started)
     if thread_id is None:
         response["X-Thread-Id"] = started.thread.id
+    response["X-Run-Id"] = started.run.id
     return response
+
+
+def _prefers_async(request: HttpRequest) -> bool:
+    """`Prefer: respond-async` (RFC 7240), the header's way of `background: true`."""
+    prefer = request.headers.get("Prefer", "")
+    return any(part.split(";")[0].strip().lower() == "respond-async" for part in prefer.split(","))
+
+
+def outlives_disconnect(started: services.StartedRun) -> bool:
+    """Whether the run goes on when its client goes away: the request's `onDisconnect`, else the
+    project's `runsOutliveDisconnect` (docs/projects.md); a background run always does."""
+    if started.body.background:
+        return True
+    if started.body.on_disconnect is not None:
+        return started.body.on_disconnect == "continue"
+    return project_settings(started.thread.project).runs_outlive_disconnect
+
+
+def run_path(thread_id: str, run_id: str) -> str:
+    return f"/v1/threads/{thread_id}/runs/{run_id}"
+
+
+def run_to_wire(run: Run, *, thread_id: str) -> wire.RunInfo:
+    error = wire.RunError(code=run.error_code, message=run.error_message) if run.error_code else None
+    return wire.RunInfo(id=run.id, thread_id=thread_id, status=run.status,
+                        events_url=run_path(thread_id, run.id) + "/events", previous_run_id=run.previous_run_id,
+                        model=run.model, error=error, created_at=run.created_at, started_at=run.started_at,
+                        finished_at=run.finished_at)
 
 
 def stream_run(started: services.StartedRun, adapt=None) -> StreamingHttpResponse:
@@ -72,8 +112,8 @@ def stream_run(started: services.StartedRun, adapt=None) -> StreamingHttpRespons
     control = RunControl(started.run.id)
     watcher.register(control)
     logged = adapt is None
-    feed = flusher.feed_for(started.run.id) if logged else Feed(started.run.id)
-    keep_going = logged and started.body.on_disconnect == "continue"
+    feed = flusher.feed_for(started.run.id, started.thread.id) if logged else Feed(started.run.id)
+    keep_going = logged and outlives_disconnect(started)
     reading = asyncio.Event()
     events = advance(started, control, started.models or get_provider())
     producer = _launch(_produce(adapt(events) if adapt else events, feed, control, reading, keep_going))
@@ -82,13 +122,14 @@ def stream_run(started: services.StartedRun, adapt=None) -> StreamingHttpRespons
     return response
 
 
-def run_unread(started: services.StartedRun, *, after: int) -> None:
-    """Goes on with a run no request reads: one taken over from another process
-    (runs/recovery/takeover.py). Its events go to its logged feed, numbered after `after`, for the
-    events route of any process; it runs to its end."""
+def run_unread(started: services.StartedRun, *, after: int = 0) -> None:
+    """Runs a started /v1 run to its end with no reader of its own: a background run
+    (docs/protocol.md#background-runs), or one taken over from another process
+    (runs/recovery/takeover.py), numbered after the `after` events that process logged. Its events go
+    to its feed and the event log only, for the events routes of any process."""
     control = RunControl(started.run.id)
     watcher.register(control)
-    feed = flusher.feed_for(started.run.id, after=after)
+    feed = flusher.feed_for(started.run.id, started.thread.id, after=after)
     _launch(_produce(advance(started, control, started.models or get_provider()), feed, control, None, True))
 
 
@@ -102,35 +143,35 @@ def _launch(coroutine) -> asyncio.Task:
     return task
 
 
-async def run_start_shielded(start_run, **kwargs) -> services.StartedRun:
+async def run_start_shielded(start_run, *, background: bool = False, logged: bool = True,
+                             **kwargs) -> services.StartedRun:
     """`start_run(**kwargs)` (services.run_start, or the AG-UI one), which takes the lock. If the client
     leaves meanwhile (this coroutine is cancelled), the run it started is cancelled through the normal
     path once the lock is taken, so the thread is idle again at once instead of when the lease expires
-    (or, with `onDisconnect: "continue"`, it runs to its end with no reader).
+    (or, when a /v1 run outlives its client, `outlives_disconnect` or `background`, it runs to its end with
+    no reader; `logged` False, an AG-UI run, never does: its events are not logged for anyone to read).
     A start that fails rolls its whole transaction back (lock included: services.run_start)."""
     start = asyncio.ensure_future(db_call(start_run, **kwargs))
     try:
         return await asyncio.shield(start)
     except asyncio.CancelledError:
-        start.add_done_callback(_orphaned)
+        start.add_done_callback(lambda done: _orphaned(done, background, logged))
         raise
 
 
-def _orphaned(start: asyncio.Future) -> None:
+def _orphaned(start: asyncio.Future, background: bool, logged: bool) -> None:
     if start.cancelled() or start.exception() is not None:
         return  # a rejected request took no lock
     started = start.result()
     if isinstance(started, ContentToCheck):
         return  # parsed, not started: nothing to cancel
+    if logged and (background or outlives_disconnect(started)):
+        run_unread(started)
+        return
     control = RunControl(started.run.id)
-    keep_going = started.body.on_disconnect == "continue"
-    if keep_going:
-        watcher.register(control)
-        feed = flusher.feed_for(started.run.id)
-    else:
-        control.cancel("disconnected")
-        feed = Feed(started.run.id)
-    _launch(_produce(advance(started, control, started.models or get_provider()), feed, control, None, keep_going))
+    control.cancel("disconnected")
+    _launch(_produce(advance(started, control, started.models or get_provider()), Feed(started.run.id), control,
+                     None, False))
 
 
 # How long a started run waits for its client to begin reading before it counts as a disconnect.
@@ -174,7 +215,20 @@ async def _write(feed: Feed, producer: asyncio.Task, control: RunControl, readin
 
 
 @csrf_exempt
-@require_http_methods(["DELETE"])
+@require_http_methods(["GET", "DELETE"])
+async def run_detail(request: HttpRequest, thread_id: str, run_id: str) -> HttpResponse:
+    """GET: the run's status (docs/protocol.md#background-runs); DELETE: cancels it."""
+    if request.method == "DELETE":
+        return await cancel_run(request, thread_id, run_id)
+    try:
+        principal = await principal_aresolve(request)
+        run = await db_call(selectors.run_get, principal=principal, thread_id=thread_id, run_id=run_id,
+                            user_key_raw=request.GET.get("userKey"))
+    except Problem as problem:
+        return response_for(problem, request.path)
+    return JsonResponse(run_to_wire(run, thread_id=thread_id).wire())
+
+
 async def cancel_run(request: HttpRequest, thread_id: str, run_id: str) -> HttpResponse:
     try:
         principal = await principal_aresolve(request)

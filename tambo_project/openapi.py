@@ -23,7 +23,7 @@ from gateway.openapi import GATEWAY_SECURITY, GATEWAY_SECURITY_DEFINITION, gatew
 from projects.openapi import add_token_exchange
 from projects.voice_openapi import audio_paths
 from retention.openapi import SESSION_DEFINITION, SESSION_SCHEME, user_forget_path
-from runs.openapi import agui_path, run_events_path, run_paths
+from runs.openapi import agui_path, run_events_path, run_paths, thread_events_path
 from tools.openapi import mcp_grants_path
 
 SECURITY_DEFINITION = {
@@ -70,6 +70,7 @@ def postprocess_v1_schema(result: dict[str, Any], generator, request, public) ->
             operation["security"] = SECURITY
     paths.update(run_paths(schemas))
     paths.update(run_events_path())
+    paths.update(thread_events_path())
     paths.update(agui_path(schemas))
     add_token_exchange(result, SECURITY_SCHEME)
     paths.update(assist_paths(schemas))

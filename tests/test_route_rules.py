@@ -142,6 +142,17 @@ def _mcp_server_setup(s: Scene) -> None:
         "transport": "http", "url": "http://127.0.0.1:9/mcp", "auth": "user"})
 
 
+def _open_stream(path: str):
+    """A stream that stays open (the live thread stream): its status and head only, then closed."""
+    def send(s, user="alice", **_):
+        response = s.call("GET", path, params={"userKey": user}, stream=True)
+        if response.status_code == 200:
+            response.close()
+            response._content, response._content_consumed = b"", True
+        return response
+    return send
+
+
 # Keyed by route name (namespace:name), and by method for routes with several.
 ROUTES: dict[str, dict[str, Route] | Exempt] = {
     "thread-runs": {"POST": Route(_run_new, 200, USER_CALLER + MODEL_CALL + (ALLOWED_MODEL, CONTEXT_BUDGET),
@@ -149,7 +160,9 @@ ROUTES: dict[str, dict[str, Route] | Exempt] = {
     "runs": {"POST": Route(_run_on, 200, USER_CALLER + MODEL_CALL + (ALLOWED_MODEL, CONTEXT_BUDGET), usage_kind="run")},
     # Cancelling the finished run: RUN_NOT_FOUND means the caller and the thread passed.
     "run": {"DELETE": Route(_with_user("DELETE", "/v1/threads/{thread}/runs/{run}"), 404, USER_CALLER,
-                            ok_code="RUN_NOT_FOUND")},
+                            ok_code="RUN_NOT_FOUND"),
+            "GET": Route(_get("/v1/threads/{thread}/runs/{run}"), 200, USER_CALLER)},
+    "thread-events": {"GET": Route(_open_stream("/v1/threads/{thread}/events"), 200, USER_CALLER)},
     "run-events": {"GET": Route(_get("/v1/threads/{thread}/runs/{run}/events"), 200, USER_CALLER)},
     # AG-UI names no model: the project's first one answers.
     "agui": {"POST": Route(_agui, 200, USER_CALLER + MODEL_CALL + (CONTEXT_BUDGET,), usage_kind="run")},

@@ -12,6 +12,7 @@ from clientsdk import wire
 from core.problems import BUSY_RETRY_AFTER, Problem
 from core.statements import Insert
 from projects.models import Project
+from threads.changes import thread_changed
 from threads.initial_messages import initial_messages_check
 from threads.models import Message, Thread
 
@@ -55,6 +56,7 @@ def thread_update(*, thread: Thread, name: str | None = None, metadata: dict[str
         fields.append("metadata")
     thread.updated_at = timezone.now()
     thread.save(update_fields=fields)
+    thread_changed(thread_id=thread.pk)
     return thread
 
 
@@ -144,6 +146,7 @@ def component_state_set(*, thread: Thread, component_id: str, state: dict[str, A
         message.component_state = {**message.component_state, component_id: state}
         message.save(update_fields=["component_state"])
         Thread.objects.filter(pk=locked.pk).update(updated_at=timezone.now())
+        thread_changed(thread_id=locked.pk)
     return state
 
 

@@ -30,7 +30,7 @@ async def agui_run(request: HttpRequest) -> HttpResponse:
         run_input = parse_body(RunAgentInput, request_json(request))
         # Images and files checked before the lock, off the event loop, as /v1's (runs/attachments.py).
         await asyncio.to_thread(check_media, run_input)
-        started = await run_start_shielded(agui_run_start, principal=principal, run_input=run_input)
+        started = await run_start_shielded(agui_run_start, logged=False, principal=principal, run_input=run_input)
     except Problem as problem:
         return response_for(problem, request.path)
     response = stream_run(started, partial(agui_events, thread_id=run_input.thread_id, run_id=run_input.run_id,

@@ -82,11 +82,12 @@ class EventLogConnection:
         self._conn = None
         self._loop = None
 
-    async def write(self, rows: list[tuple[str, int, str, bool]]) -> None:
-        """Stores (run id, seq, JSON, final) rows and notifies CHANNEL with their runs' ids ("*" when
-        they are too many to list), in one statement. Rows of a run another process took over are
-        not stored (the lease's fence: docs/operations.md#takeover)."""
-        run_ids = ",".join(dict.fromkeys(r for r, _, _, _ in rows))
+    async def write(self, rows: list[tuple[str, int, str, bool]], also: list[str] = ()) -> None:
+        """Stores (run id, seq, JSON, final) rows and notifies CHANNEL with their runs' ids and the
+        `also` ids (their threads', for the live thread streams) ("*" when they are too many to list),
+        in one statement. Rows of a run another process took over are not stored (the lease's fence:
+        docs/operations.md#takeover)."""
+        run_ids = ",".join(dict.fromkeys([*(r for r, _, _, _ in rows), *also]))
         # ON CONFLICT: a write that committed but whose answer was lost is tried again harmlessly.
         await self._execute(
             f"""WITH written AS (

@@ -68,8 +68,9 @@ class Feed:
     """The numbered events of one run: produced here (`append`) or mirrored from the log (`add_sealed`)."""
 
     def __init__(self, run_id: str, *, logged: bool = False, after: int = 0,
-                 on_append: Callable[[], None] | None = None):
+                 on_append: Callable[[], None] | None = None, thread_id: str | None = None):
         self.run_id = run_id
+        self.thread_id = thread_id  # named with the run's in the event log's notifications (thread streams)
         self.logged = logged  # its events go to the event log (and may only be dropped once written)
         self._on_append = on_append
         self._pending: list[tuple[bytes, BaseEvent | None]] = []
@@ -269,13 +270,19 @@ class Flusher:
         self._dirty: asyncio.Event | None = None
         self._task: asyncio.Task | None = None
         self._last = 0.0
+        # Told the thread of each run that starts here (runs/stream/thread_watch.py), at once.
+        self.thread_listeners: list[Callable[[list[str]], None]] = []
 
-    def feed_for(self, run_id: str, after: int = 0) -> Feed:
-        """A new logged feed for a run that starts streaming in this process (numbered after `after`:
-        a run taken over from another process goes on after the events that process logged)."""
-        feed = Feed(run_id, logged=True, after=after, on_append=self._mark_dirty)
+    def feed_for(self, run_id: str, thread_id: str | None = None, after: int = 0) -> Feed:
+        """A new logged feed for a run that starts streaming in this process (of thread `thread_id`;
+        numbered after `after`: a run taken over from another process goes on after the events that
+        process logged)."""
+        feed = Feed(run_id, logged=True, after=after, on_append=self._mark_dirty, thread_id=thread_id)
         self.feeds[run_id] = feed
         self.ensure_started()
+        if thread_id is not None:
+            for listener in self.thread_listeners:
+                listener([thread_id])
         return feed
 
     def _mark_dirty(self) -> None:
@@ -340,16 +347,19 @@ class Flusher:
 
         batch: dict[str, int] = {}
         rows: list[tuple[str, int, str, bool]] = []
+        threads: list[str] = []
         for run_id, feed in list(self.feeds.items()):
             feed.seal()
             if feed.unlogged:
                 rows.extend((run_id, seq, data, final) for seq, data, final in feed.unlogged)
                 batch[run_id] = feed.unlogged[-1][0]
+                if feed.thread_id is not None:
+                    threads.append(feed.thread_id)
             elif feed.ended:
                 self._forget(run_id)  # all written: readers that hold it read on from memory
         try:
             if rows and connection.vendor == "postgresql":
-                await event_log_connection.write(rows)
+                await event_log_connection.write(rows, also=threads)
             elif rows:
                 await db_call(event_log_write, rows)
         except Exception:

@@ -34,6 +34,9 @@ class Follower:
         self._readers: dict[str, int] = {}
         self._wanted: asyncio.Event | None = None
         self._tasks: list[asyncio.Task] = []
+        # Called with the ids each notification names ("*": any), for the live thread streams
+        # (runs/stream/thread_watch.py), which share this LISTEN connection.
+        self.listeners: list = []
 
     def attach(self, run_id: str, after: int) -> Feed:
         """The mirror of `run_id` for one more reader (created after id `after` when there is none);
@@ -67,6 +70,10 @@ class Follower:
         """Asks for a poll of every followed run (coalesced: one at a time, none queued twice)."""
         if self._wanted is not None:
             self._wanted.set()
+
+    def ensure_started(self) -> None:
+        """Starts the poll and LISTEN tasks on the running loop unless they run there already."""
+        self._ensure_started()
 
     def _ensure_started(self) -> None:
         loop = asyncio.get_running_loop()
@@ -108,14 +115,22 @@ class Follower:
                                                                  autocommit=True) as conn:
                     await conn.execute(f"LISTEN {CHANNEL}")
                     self.wake()  # rows written before the LISTEN took effect
+                    self._tell(["*"])
                     async for note in conn.notifies():
-                        if note.payload == "*" or any(rid in self.mirrors for rid in note.payload.split(",")):
+                        ids = note.payload.split(",")
+                        if note.payload == "*" or any(rid in self.mirrors for rid in ids):
                             self.wake()
+                        self._tell(ids)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - reconnect; the watcher's ticks poll meanwhile
                 log.warning("Run events: the LISTEN connection failed (%s); reconnecting", type(exc).__name__)
                 await asyncio.sleep(1.0)
+
+
+    def _tell(self, ids: list[str]) -> None:
+        for listener in self.listeners:
+            listener(ids)
 
 
 follower = Follower()

@@ -15,6 +15,7 @@ from projects.auth import principal_aresolve
 from runs import selectors
 from runs.stream.feeds import flusher
 from runs.stream.follow import REPLAY_PAGE, events_follow, event_log_reaches
+from runs.stream.thread_stream import resume_point, thread_follow, thread_stream_start
 
 MAX_SEQ = 2**31 - 1  # the log's column is a 32-bit integer
 
@@ -81,3 +82,18 @@ async def _replay_from(facts: selectors.ReplayFacts, after: int) -> int:
         raise validation_error(f"Last-Event-ID {after} is past the run's last event ({last}).",
                                field="Last-Event-ID", lastEventId=last)
     return after
+
+
+@csrf_exempt  # a read: any other method must learn it is 405, not a CSRF failure
+@require_http_methods(["GET"])
+async def thread_events(request: HttpRequest, thread_id: str) -> HttpResponse:
+    """`GET /v1/threads/{threadId}/events`: the live thread stream (docs/protocol.md#the-live-thread-stream),
+    for the callers who may read the thread."""
+    try:
+        resume = resume_point(request.headers.get("Last-Event-ID", request.GET.get("after")))
+        principal = await principal_aresolve(request)
+        start = await db_call(thread_stream_start, principal=principal, thread_id=thread_id,
+                              user_key_raw=request.GET.get("userKey"), resume=resume)
+    except Problem as problem:
+        return response_for(problem, request.path)
+    return sse_response(thread_follow(start))

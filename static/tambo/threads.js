@@ -9,12 +9,17 @@
 // Runs outlive their stream (onDisconnect "continue"; see resume.js): a stream that drops while
 // the run goes on is read on from the run's events route, and a reload during a run reads the
 // rest of it there (`resumeLiveRun`).
+//
+// The open thread's live stream (docs/protocol.md#the-live-thread-stream) keeps this tab in step with the
+// others: a run started in another tab or process streams here too, and renames and component
+// states show. While this tab runs a turn of its own, its own stream shows the run, and the thread
+// stream's run events are left alone.
 
 import { ApiError, request, requestJson } from "./api.js";
 import { componentSpecs } from "./components.js";
 import { addUserMessage, endRun, expectReplay, findBlock, newView, reduceEvent, viewFromThread } from "./reducer.js";
-import { clearLiveRun, followRun, loadLiveRun, saveLiveRun, stillRunning } from "./resume.js";
-import { abortError, isAbort } from "./sse.js";
+import { clearLiveRun, followRun, loadLiveRun, reconnectDelay, saveLiveRun, stillRunning } from "./resume.js";
+import { abortError, isAbort, readSSEEvents } from "./sse.js";
 import { runTool, toolSpecs } from "./tools.js";
 
 export class ThreadsChat {
@@ -30,6 +35,79 @@ export class ThreadsChat {
     this.deferredStates = new Map(); // componentId → { block, previous } changed during a run
     this.idleWaiters = [];
     this.openTicket = 0;
+    this.watching = null; // { threadId, abort, lastEventId } of the open thread's live stream
+  }
+
+  // --- the open thread's live stream -----------------------------------------------------------------
+
+  // Opens the live stream of thread `id` (closing another's); reconnects with Last-Event-ID when it drops.
+  watchThread(id) {
+    if (this.watching?.threadId === id) return;
+    this.unwatchThread();
+    const watching = { threadId: id, abort: new AbortController(), lastEventId: null };
+    this.watching = watching;
+    this.readThreadEvents(watching);
+  }
+
+  unwatchThread() {
+    this.watching?.abort.abort();
+    this.watching = null;
+  }
+
+  async readThreadEvents(watching) {
+    const path = `/v1/threads/${encodeURIComponent(watching.threadId)}/events`;
+    for (let attempt = 0; this.watching === watching; attempt += 1) {
+      try {
+        const headers = watching.lastEventId ? { "Last-Event-ID": watching.lastEventId } : {};
+        const response = await request("GET", path, { signal: watching.abort.signal, headers, accept: "text/event-stream" });
+        for await (const { id, data } of readSSEEvents(response, watching.abort.signal)) {
+          if (this.watching !== watching) return;
+          attempt = 0;
+          this.onThreadEvent(data, id, watching);
+        }
+      } catch (error) {
+        if (isAbort(error) || this.watching !== watching) return;
+        if (error instanceof ApiError && !error.retryable) return; // the thread is gone, or not ours
+      }
+      await new Promise((resolve) => setTimeout(resolve, reconnectDelay(Math.min(attempt, 4))));
+    }
+  }
+
+  // One event of the live stream. Run events carry the id `<runId>:<seq>`; the thread's own carry none.
+  onThreadEvent(event, id, watching) {
+    if (event.type === "CUSTOM" && event.name === "tambo.thread.updated") {
+      const thread = event.value;
+      // Only the name and the metadata: the run fields (lastCompletedRunId…) stay the turns' own
+      // bookkeeping, re-read with the thread after each run (ours, or one seen here).
+      this.rememberThread({ id: thread.id, name: thread.name, metadata: thread.metadata });
+      return;
+    }
+    if (event.type === "CUSTOM" && event.name === "tambo.component.state") {
+      const found = findBlock(this.view, "component", event.value.componentId);
+      if (found && !this.deferredStates.has(event.value.componentId)) {
+        found.block.state = event.value.state;
+        this.changed();
+      }
+      return;
+    }
+    if (event.type === "MESSAGES_SNAPSHOT") {
+      if (!this.busy && this.thread?.id === watching.threadId) {
+        const view = viewFromThread({ ...this.thread, messages: event.messages });
+        // The join's snapshot of what this tab shows already changes nothing (and keeps its suggestions).
+        const ids = (v) => v.messages.map((m) => m.id).join(" ");
+        if (ids(view) !== ids(this.view)) {
+          this.view = view;
+          this.changed();
+        }
+      }
+      return;
+    }
+    if (typeof id === "string" && id.includes(":")) watching.lastEventId = id;
+    // A run started elsewhere (another tab, another process); our own turn shows its own run.
+    if (this.busy || this.thread?.id !== watching.threadId) return;
+    reduceEvent(this.view, event);
+    this.changed();
+    if (event.type === "RUN_FINISHED" || event.type === "RUN_ERROR") this.refreshThread();
   }
 
   // Resolves once no turn is running (at once when none is).
@@ -60,6 +138,7 @@ export class ThreadsChat {
     if (this.busy) return;
     this.openTicket += 1;
     this.thread = null;
+    this.unwatchThread();
     this.deferredStates.clear();
     this.view = newView();
     this.lastInput = null;
@@ -80,6 +159,7 @@ export class ThreadsChat {
     this.lastInput = this.view.error?.retryable ? { role: "user", content: this.view.lastUserContent } : null;
     this.onThreadsChange(this.threads, id);
     this.changed();
+    this.watchThread(id);
     this.loadSuggestions("GET");
   }
 
@@ -324,6 +404,7 @@ export class ThreadsChat {
       this.thread = { id: threadId };
       this.active.threadId = threadId;
       this.onThreadsChange(this.threads, threadId);
+      this.watchThread(threadId);
     }
     if (this.active.stopping) {
       // Stop came while the run was being started.

@@ -17,9 +17,10 @@ def decode_events(chunks: Iterable[bytes]) -> Iterator[dict]:
         yield data
 
 
-def decode_frames(chunks: Iterable[bytes]) -> Iterator[tuple[int | None, dict]]:
+def decode_frames(chunks: Iterable[bytes]) -> Iterator[tuple[int | str | None, dict]]:
     """(id, JSON data) of each event in a body that arrives in `chunks`, the id None for an event
-    without an `id:` line (the tests' one SSE decoder)."""
+    without an `id:` line, a str for one that is not a number (the live thread stream's `<runId>:<seq>`)
+    (the tests' one SSE decoder)."""
     buffer = b""
     for chunk in chunks:
         buffer += chunk
@@ -29,7 +30,8 @@ def decode_frames(chunks: Iterable[bytes]) -> Iterator[tuple[int | None, dict]]:
             ids = [line[3:].strip() for line in lines if line.startswith(b"id:")]
             data = [line[5:].strip() for line in lines if line.startswith(b"data:")]
             if data:
-                yield (int(ids[-1]) if ids else None), json.loads(b"\n".join(data))
+                seq = (int(ids[-1]) if ids[-1].isdigit() else ids[-1].decode()) if ids else None
+                yield seq, json.loads(b"\n".join(data))
 
 
 def read_events(response: requests.Response) -> list[dict]:
