@@ -86,15 +86,22 @@ class AgentProvider:
         headers = {**self.headers, "Content-Type": "application/json", "Accept": "text/event-stream"}
         fold = AgentFold([tool.name for tool in request.tools])
         started = False
+        client = self._client()
         try:
-            async with self._client().stream("POST", self.url, content=body, headers=headers) as response:
+            response = await client.send(client.build_request("POST", self.url, content=body, headers=headers),
+                                         stream=True)
+            try:
                 _check_response(response)
                 started = True
                 async for payload in sse_payloads(response.aiter_bytes()):
                     for delta in fold.feed(decode_event(payload)):
                         yield delta
                     if fold.finished:
-                        break  # leaving the block closes the response: nothing after RUN_FINISHED is read
+                        break  # nothing after RUN_FINISHED is read
+            finally:
+                # Shielded: a run's cancel may cancel this task twice (runs/control.py), and a second
+                # cancel inside the close would leave the connection, and the agent's run, open.
+                await asyncio.shield(response.aclose())
             yield fold.end()
         except httpx.TimeoutException as exc:
             raise ModelError("AGENT_TIMEOUT", MSG_TIMEOUT, retryable=True) from exc
@@ -228,11 +235,16 @@ def usage_of(entries: list[Any] | None) -> dict[str, int] | None:
 
 
 def agent_input(request: ModelRequest) -> RunAgentInput:
-    """The step as an AG-UI `RunAgentInput`: the thread's id and state, the messages (ids derived from
-    their content, so the same history has the same ids on every call) and the offered tools."""
+    """The step as an AG-UI `RunAgentInput`: the thread's state, the messages (ids derived from their
+    content, so the same history has the same ids on every call) and the offered tools.
+
+    This server keeps the thread, and each call carries all of it; so each call is an AG-UI thread of
+    its own (`<thread id>.<n>`). An agent that checkpoints by thread id (ag-ui-langgraph) would
+    otherwise merge the history it is sent into the one it kept, and its model would read every
+    earlier answer twice."""
     run = request.run
     return RunAgentInput(
-        thread_id=run.thread_id if run else new_id("thr"),
+        thread_id=f"{run.thread_id}.{new_id('call')}" if run else new_id("thr"),
         # Each call of the agent is one AG-UI run of its own (a run of ours may call it several times).
         run_id=new_id("run"),
         parent_run_id=run.run_id if run else None,
