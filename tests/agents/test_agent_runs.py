@@ -114,3 +114,20 @@ def test_a_cancel_ends_the_agents_run_and_frees_the_thread(on_agent: Agent, api)
     assert thread["runStatus"] == "idle" and thread["lastRunCancelled"] is True
     (answer,) = [m for m in thread["messages"] if m["role"] == "assistant"]
     assert answer["isCancelled"] is True and answer["content"][0]["text"].startswith("Thinking")
+
+
+def test_an_ag_ui_client_talks_to_the_agent_through_this_server_with_its_state(on_agent: Agent, api):
+    on_agent.fake.script(ToolCalls([ToolCall("get_location", "{}", id="loc_9")]))
+    response = api.post("/v1/agui", {
+        "threadId": "client-thread-1", "runId": "client-run-1", "state": {"units": "metric"}, "context": [],
+        "messages": [{"id": "m1", "role": "user", "content": "Where am I?"}],
+        "tools": [{"name": "get_location", "description": "The user's location.",
+                   "parameters": {"type": "object", "properties": {}}}],
+        "forwardedProps": {"userKey": "alice"}}, stream=True)
+    assert response.status_code == 200, response.text
+    events = read_events(response)
+    assert [e["type"] for e in events][:2] == ["RUN_STARTED", "STATE_SNAPSHOT"]
+    assert events[-1]["type"] == "RUN_FINISHED" and events[-1]["threadId"] == "client-thread-1"
+    starts = [e for e in events if e["type"] == "TOOL_CALL_START"]
+    assert [(e["toolCallId"], e["toolCallName"]) for e in starts] == [("loc_9", "get_location")]
+    assert not any(e["type"] == "CUSTOM" for e in events)  # plain AG-UI: nothing Tambo-specific
