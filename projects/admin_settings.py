@@ -34,7 +34,14 @@ def masked(document: dict[str, Any] | None) -> str:
     for spec in _specs(shown):
         if is_stored(spec.get("apiKey")):
             spec["apiKey"] = STORED_MARK
+        for name, value in _headers(spec).items():  # an agent's headers are secrets too
+            if is_stored(value):
+                spec["headers"][name] = STORED_MARK
     return json.dumps(shown, indent=2)
+
+
+def _headers(spec: dict[str, Any]) -> dict[str, Any]:
+    return spec["headers"] if isinstance(spec.get("headers"), dict) else {}
 
 
 def settings_from_form(text: str, stored: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -59,6 +66,14 @@ def settings_from_form(text: str, stored: dict[str, Any] | None) -> dict[str, An
                 spec["apiKey"] = previous
             elif isinstance(key, str):
                 spec["apiKey"] = secret_store(key)
+            old_headers = _headers(old_specs[index]) if index < len(old_specs) else {}
+            for name, value in _headers(spec).items():
+                if value == STORED_MARK:
+                    if not is_stored(old_headers.get(name)):
+                        raise forms.ValidationError(f"The stored header {name} is gone: type its value again.")
+                    spec["headers"][name] = old_headers[name]
+                elif isinstance(value, str):
+                    spec["headers"][name] = secret_store(value)
         return project_settings_dump(ProjectSettings.model_validate(document))
     except ValidationError as exc:
         raise forms.ValidationError([f"{fault_path(e['loc'])}: {e['msg']}" for e in exc.errors()]) from None

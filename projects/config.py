@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 ENV_REF = re.compile(r"^env:([A-Za-z_][A-Za-z0-9_]*)$")
@@ -44,13 +44,58 @@ def _check_origin(value: str) -> str:
 Secret = Annotated[str, AfterValidator(_check_env_ref)]
 
 
-class ModelSpec(SettingsModel):
-    """One model a project may call; the first of a project's list answers, the others are fallbacks."""
+# The kinds of agent Tambo Cloud's `agentProviderType` named. Each is reached through its AG-UI endpoint
+# (ag-ui-langgraph, PydanticAI's AG-UI app, Mastra's, CrewAI's, LlamaIndex's): the name is a label.
+AGENT_PROTOCOLS = ("ag-ui", "langgraph", "mastra", "crewai", "llamaindex", "pydantic-ai")
+AgentProtocol = Literal["ag-ui", "langgraph", "mastra", "crewai", "llamaindex", "pydantic-ai"]
+_HTTP_URL = re.compile(r"^https?://[^/\s?#]+(/\S*)?$", re.IGNORECASE)
 
-    provider: Literal["openai", "anthropic", "offline"]
-    model: str = Field(min_length=1, max_length=200)
+
+class ModelSpec(SettingsModel):
+    """One model a project may call; the first of a project's list answers, the others are fallbacks.
+
+    `provider: agent` is an external agent the project's runs go to over AG-UI (docs/models.md#agents):
+    its `url`, `headers` and `name` (Tambo Cloud's `agentUrl`, `agentHeaders`, `agentName` and
+    `agentProviderType` are accepted for them) are the operator's; no request can name another URL."""
+
+    provider: Literal["openai", "anthropic", "offline", "agent"]
+    model: str = Field(default="", max_length=200)
     api_key: Secret | None = None
     base_url: str | None = Field(default=None, max_length=1000)
+    protocol: AgentProtocol | None = Field(default=None, validation_alias=AliasChoices("protocol",
+                                                                                        "agentProviderType"))
+    url: str | None = Field(default=None, max_length=1000, validation_alias=AliasChoices("url", "agentUrl"))
+    name: str | None = Field(default=None, min_length=1, max_length=200,
+                             validation_alias=AliasChoices("name", "agentName"))
+    headers: dict[str, Secret] = Field(default_factory=dict, validation_alias=AliasChoices("headers",
+                                                                                           "agentHeaders"))
+    # The longest an agent may stay silent (no byte of its stream) before the run ends AGENT_TIMEOUT.
+    timeout_seconds: float | None = Field(default=None, gt=0, le=3600)
+
+    @model_validator(mode="after")
+    def _agent_or_model(self) -> "ModelSpec":
+        agent_keys = [key for key, value in (("protocol", self.protocol), ("url", self.url), ("name", self.name),
+                                             ("headers", self.headers), ("timeoutSeconds", self.timeout_seconds))
+                      if value]
+        if self.provider != "agent":
+            if not self.model:
+                raise ValueError("model is required")
+            if agent_keys:
+                raise ValueError(f"{', '.join(agent_keys)}: only a model of provider agent takes these")
+            return self
+        if not self.url or not _HTTP_URL.match(self.url):
+            raise ValueError("an agent needs its url: the http(s) address of its AG-UI endpoint")
+        if self.api_key or self.base_url:
+            raise ValueError("an agent takes url and headers, not apiKey or baseUrl")
+        for header in self.headers:
+            if not re.fullmatch(r"[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}", header):
+                raise ValueError(f"{header[:100]!r} is not a header name")
+        return self
+
+    @property
+    def label_model(self) -> str:
+        """The name runs and the admin show: the model's, or an agent's `name` (else `agent`)."""
+        return (self.model or self.name or "agent") if self.provider == "agent" else self.model
 
 
 class TranscriptionSpec(SettingsModel):

@@ -38,7 +38,21 @@ def server_target() -> ModelTarget:
                        parameters=dict(settings.MODEL_PARAMETERS), timeout=settings.OPENAI_TIMEOUT)
 
 
+def _agent_target(spec: ModelSpec, parameters: dict) -> ModelTarget:
+    # The headers resolve when the call is made, as keys do: an `env:` variable read then.
+    headers = tuple(sorted(spec.headers.items()))
+    return ModelTarget(provider="agent", model=spec.label_model, base_url=spec.url,
+                       headers=partial(_headers_resolve, headers) if headers else None, parameters=parameters,
+                       timeout=spec.timeout_seconds or settings.OPENAI_TIMEOUT)
+
+
+def _headers_resolve(headers: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    return tuple((name, secret_resolve(value)) for name, value in headers)
+
+
 def _target(spec: ModelSpec, parameters: dict) -> ModelTarget:
+    if spec.provider == "agent":
+        return _agent_target(spec, parameters)
     if spec.api_key is None and spec.base_url is None and spec.provider != "offline":
         endpoint = default_endpoint(spec.provider)
         base_url, key = endpoint.base_url, endpoint.api_key

@@ -43,9 +43,9 @@ class ProjectEntry(ProjectSettings):
             raise ValueError("maxOutputTokens must be below maxInputTokens (the output budget comes out of it)")
         seen = set()
         for spec in self.models:
-            if (spec.provider, spec.model, spec.base_url) in seen:
-                raise ValueError(f"the model {spec.provider}:{spec.model} is listed twice")
-            seen.add((spec.provider, spec.model, spec.base_url))
+            if (spec.provider, spec.label_model, spec.base_url or spec.url) in seen:
+                raise ValueError(f"the model {spec.provider}:{spec.label_model} is listed twice")
+            seen.add((spec.provider, spec.label_model, spec.base_url or spec.url))
         return self
 
 
@@ -178,14 +178,25 @@ def _with_stored_secrets(key: str, value: Any, stored: Any) -> Any:
 
 
 def _spec_secret(spec: dict, old: Any) -> dict:
-    key = spec.get("apiKey")
-    if not key or key.startswith("env:") or is_stored(key):
+    old = old if isinstance(old, dict) else {}
+    if isinstance(spec.get("headers"), dict):
+        # An agent's header values are secrets as an apiKey is (a bearer token, say).
+        before = old.get("headers") if isinstance(old.get("headers"), dict) else {}
+        spec = {**spec, "headers": {name: _secret(value, before.get(name)) for name, value in spec["headers"].items()}}
+    if not spec.get("apiKey"):
         return spec
-    previous = old.get("apiKey") if isinstance(old, dict) else None
+    return {**spec, "apiKey": _secret(spec["apiKey"], old.get("apiKey"))}
+
+
+def _secret(value: str, previous: Any) -> str:
+    """`value` to store: an `env:` reference or stored value as it is, a literal encrypted (or the
+    `previous` ciphertext when it holds the same literal)."""
+    if value.startswith("env:") or is_stored(value):
+        return value
     if is_stored(previous):
         try:
-            if secret_resolve(previous) == key:
-                return {**spec, "apiKey": previous}
+            if secret_resolve(previous) == value:
+                return previous
         except Exception:  # noqa: BLE001 - an unreadable old value is simply replaced
             pass
-    return {**spec, "apiKey": secret_store(key)}
+    return secret_store(value)

@@ -9,7 +9,7 @@ from django.conf import settings
 
 from providers.base import Endpoint, Provider
 
-PROVIDERS = ("openai", "anthropic", "offline")
+PROVIDERS = ("openai", "anthropic", "offline", "agent")
 
 
 def default_endpoint(name: str | None = None) -> Endpoint:
@@ -66,6 +66,10 @@ def _provider_for(endpoint: Endpoint) -> Provider:
 
         return AnthropicProvider(api_key=endpoint.api_key or "not-needed", base_url=endpoint.base_url,
                                  default_model=settings.ANTHROPIC_MODEL, timeout=endpoint.timeout)
+    if endpoint.provider == "agent":
+        from providers.agent_provider import AgentProvider
+
+        return AgentProvider(url=endpoint.base_url or "", headers=dict(endpoint.headers), timeout=endpoint.timeout)
     raise ValueError(f"Unknown model provider {endpoint.provider!r}")
 
 

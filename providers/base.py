@@ -63,16 +63,27 @@ class ModelRequest:
     # Further vendor parameters (top_p, stop, reasoning_effort, thinking…), already merged run over
     # project over server; each provider sends them as its API names them.
     parameters: dict[str, Any] = field(default_factory=dict)
+    # The run this call belongs to. A model reads only the messages; an agent (providers/agent_provider.py)
+    # is also sent the thread's id and its shared state, as AG-UI's RunAgentInput carries them.
+    run: RunRef | None = None
+
+
+@dataclass(frozen=True)
+class RunRef:
+    thread_id: str
+    run_id: str
+    state: Any = None  # the thread's AG-UI state (threads.Thread.agui_state), None when it has none
 
 
 @dataclass(frozen=True)
 class Endpoint:
     """Where, and as whom, calls go. Hashable: providers (and their HTTP clients) are kept per endpoint."""
 
-    provider: str  # "openai" | "anthropic" | "offline"
-    base_url: str | None = None
+    provider: str  # "openai" | "anthropic" | "offline" | "agent"
+    base_url: str | None = None  # an agent's: its AG-UI endpoint's URL
     api_key: str | None = None  # resolved: never an `env:` reference or a ciphertext
     timeout: float = 60.0
+    headers: tuple[tuple[str, str], ...] = ()  # an agent's headers, resolved as the key is
 
 
 class MissingSecret(Exception):
@@ -88,7 +99,7 @@ class ModelTarget:
     """One model of a project's list: the first answers, the others are fallbacks (docs/models.md).
 
     `key` resolves the API key when the call is made (an `env:` reference is read then, a stored
-    secret decrypted then); it raises MissingSecret for an unset variable.
+    secret decrypted then); it raises MissingSecret for an unset variable. An agent's `headers` too.
     """
 
     provider: str
@@ -97,6 +108,7 @@ class ModelTarget:
     key: Any = None  # a callable () -> str | None, or None for the server's default key
     parameters: dict[str, Any] = field(default_factory=dict)
     timeout: float = 60.0
+    headers: Any = None  # an agent's: a callable () -> ((name, value), …) resolved as `key` is
 
     @property
     def label(self) -> str:
@@ -105,7 +117,7 @@ class ModelTarget:
 
     def endpoint(self) -> Endpoint:
         return Endpoint(self.provider, self.base_url, self.key() if callable(self.key) else self.key,
-                        self.timeout)
+                        self.timeout, self.headers() if callable(self.headers) else ())
 
 
 @dataclass(frozen=True)
@@ -177,8 +189,9 @@ Delta = Union[TextDelta, ReasoningDelta, ReasoningBlock, ToolCallDelta, StepEnd]
 class ModelError(Exception):
     """A provider failure, already made safe to show: `message` never holds keys or raw exception text.
 
-    `code` is one of LLM_RATE_LIMITED, LLM_CLIENT_ERROR, LLM_SERVER_ERROR (docs/protocol.md#the-event-stream), or
-    MISSING_ENV_VARIABLE (a key's `env:` variable is not set; the message names it, never a value).
+    `code` is one of LLM_RATE_LIMITED, LLM_CLIENT_ERROR, LLM_SERVER_ERROR (docs/protocol.md#the-event-stream),
+    MISSING_ENV_VARIABLE (a key's `env:` variable is not set; the message names it, never a value), or an
+    agent's AGENT_UNREACHABLE, AGENT_TIMEOUT, AGENT_ERROR, AGENT_REJECTED (docs/models.md#agents).
     """
 
     def __init__(self, code: str, message: str, *, retryable: bool, status: int | None = None,

@@ -55,6 +55,12 @@ class ModelChain:
             from providers import provider_for as provider_of
         self._provider_of = provider_of
 
+    @property
+    def operation(self) -> str:
+        """What a call of this chain is, for its telemetry span: `invoke_agent` when an external agent
+        answers (docs/models.md#agents), else `chat`."""
+        return "invoke_agent" if self.targets[0].provider == "agent" else "chat"
+
     def _provider(self, target: ModelTarget) -> Provider:
         try:
             endpoint = target.endpoint()

@@ -20,7 +20,7 @@ from core.db import db_call
 from core.problems import is_database_unavailable
 from projects.config import project_settings
 from projects.limits import budget_check, model_calls_limit, step_admit
-from providers.base import ModelError, ModelRequest, Provider, StepEnd
+from providers.base import ModelError, ModelRequest, Provider, RunRef, StepEnd
 from providers.tool_names import ToolAliases
 from providers.usage_estimate import CallTally
 from runs import context_budget, services
@@ -230,6 +230,7 @@ async def _model_step(step: Step, messages: list[dict], started: StartedRun, pro
         messages=list(sent), tools=step.toolbox.model_tools(),
         tool_choice=tool_choice if isinstance(tool_choice, str) or tool_choice is None else {"name": tool_choice.name},
         model=body.model, max_tokens=body.max_tokens, temperature=body.temperature,
+        run=RunRef(thread_id=started.thread.id, run_id=started.run.id, state=started.thread.agui_state),
     )
     # Client tool names the providers refuse go as aliases; the events keep the client's names.
     aliases = ToolAliases([tool.name for tool in request.tools])
@@ -237,7 +238,8 @@ async def _model_step(step: Step, messages: list[dict], started: StartedRun, pro
     tally = CallTally(request.messages)
     refused = False
     try:
-        with tracing.model_span(meter, body.model, request) as span:
+        # An agent's call is an `invoke_agent` span, a model's a `chat` span (telemetry/tracing.py).
+        with tracing.model_span(meter, body.model, request, operation=getattr(provider, "operation", "chat")) as span:
             async for delta in control.stream(provider.stream(aliases.request(request))):
                 delta = aliases.delta(delta)
                 tally.see(delta)

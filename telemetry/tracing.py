@@ -139,22 +139,25 @@ def run_span_end(meter, *, outcome: str, error_code: str | None, tokens: dict[st
     return format(span.get_span_context().trace_id, "032x")
 
 
-def model_span(meter, model: str | None, request=None):
+def model_span(meter, model: str | None, request=None, operation: str = "chat"):
     """A context manager around one model call (the ModelRequest `request`), yielding the span (or None
-    when tracing is off)."""
+    when tracing is off). `operation` is `chat`, or `invoke_agent` for an external agent's run
+    (docs/models.md#agents), as the GenAI conventions name them."""
     if meter is None or meter.span is None:
         return _NO_SPAN
-    return _model_span(meter, model or meter.model, request)
+    return _model_span(meter, model or meter.model, request, operation)
 
 
 @contextlib.contextmanager
-def _model_span(meter, model: str, request):
+def _model_span(meter, model: str, request, operation: str):
     from opentelemetry import trace
 
-    span = _tracer.start_span(f"chat {model}", context=trace.set_span_in_context(meter.span),
-                              kind=trace.SpanKind.CLIENT, attributes={
-                                  "gen_ai.operation.name": "chat", "gen_ai.provider.name": meter.provider,
-                                  "gen_ai.request.model": model})
+    attributes = {"gen_ai.operation.name": operation, "gen_ai.provider.name": meter.provider,
+                  "gen_ai.request.model": model}
+    if operation == "invoke_agent":
+        attributes["gen_ai.agent.name"] = model
+    span = _tracer.start_span(f"{operation} {model}", context=trace.set_span_in_context(meter.span),
+                              kind=trace.SpanKind.CLIENT, attributes=attributes)
     if CAPTURE_CONTENT and request is not None:
         from telemetry import content
 

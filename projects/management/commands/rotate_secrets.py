@@ -24,6 +24,10 @@ class Command(BaseCommand):
                     new = secret_rotate(spec.get("apiKey"))
                     if new != spec.get("apiKey"):
                         spec["apiKey"], rotated = new, True
+                    headers = spec.get("headers") if isinstance(spec.get("headers"), dict) else {}
+                    for name, value in headers.items():  # an agent's headers (docs/models.md#agents)
+                        if secret_rotate(value) != value:
+                            headers[name], rotated = secret_rotate(value), True
                 if rotated:
                     project_settings_save(project, ProjectSettings.model_validate(document))
                     count += 1
