@@ -14,7 +14,7 @@ import re
 from typing import Annotated, Any, Literal
 
 from django.conf import settings
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 ENV_REF = re.compile(r"^env:([A-Za-z_][A-Za-z0-9_]*)$")
@@ -71,6 +71,14 @@ class Limits(SettingsModel):
     tokens_per_day: int = Field(default=0, ge=0)
     # Model calls one run may make (its steps); the lower of it and MAX_MODEL_CALLS_PER_RUN applies.
     model_calls_per_run: int = Field(default=0, ge=0)
+
+    @field_validator("runs_per_minute", mode="before")
+    @classmethod
+    def _given_as_a_number(cls, value: Any) -> Any:
+        # Left out, the server's default applies; written out, it must be a number (0: none).
+        if value is None:
+            raise ValueError("runsPerMinute must be an integer (leave it out for the server's default)")
+        return value
 
 
 class Retention(SettingsModel):

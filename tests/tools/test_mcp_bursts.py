@@ -25,6 +25,10 @@ def test_a_burst_of_runs_starts_one_process_of_a_stdio_mcp_server(live_server_pr
                                                                    tmp_path):
     from tools.models import McpServer
 
+    from projects.config import Limits, ProjectSettings, project_settings_save
+
+    # 200 runs at once: the project turns off the server's default run rate (60 a minute).
+    project_settings_save(project, ProjectSettings(limits=Limits(runs_per_minute=0)))
     starts = tmp_path / "starts"
     McpServer.objects.create(project=project, name="burst", transport="stdio", command=sys.executable,
                              args=[str(SERVER_SCRIPT), "stdio"], env={"MCP_TEST_START_LOG": str(starts)})
