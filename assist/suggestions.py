@@ -20,7 +20,7 @@ from core.problems import Problem
 from projects.models import Project
 from providers.base import ModelRequest, ModelTask
 from threads.cursors import keyset_page
-from threads.models import Message, Suggestion
+from threads.models import Message, Suggestion, Thread
 from threads.selectors import thread_get
 
 log = logging.getLogger(__name__)
@@ -134,6 +134,11 @@ def _assistant_message(*, project: Project, user_key: str | None, thread_id: str
     if message is None:
         raise Problem(404, "MESSAGE_NOT_FOUND", f"Assistant message {message_id} was not found in this thread.")
     return message
+
+
+def thread_run_status(*, project: Project, thread_id: str) -> str | None:
+    """The thread's run status (`idle` when no run is under way); None for no such thread."""
+    return (Thread.objects.filter(project=project, pk=thread_id).values_list("run_status", flat=True).first())
 
 
 def _suggestion_inputs(**scope) -> tuple[Message, list[Message]]:
