@@ -27,6 +27,7 @@ from tools.mcp_client import McpClientError, McpServerConfig, McpTool
 
 logger = logging.getLogger("tools.mcp_client")
 
+_PRUNE_ABOVE = 1000
 Lister = Callable[..., Awaitable[list[McpTool]]]  # (config, *, timeout) -> tools; raises McpClientError
 
 
@@ -87,6 +88,11 @@ class McpToolCache:
         return task
 
     async def _list(self, config: McpServerConfig) -> list[McpTool] | None:
+        if len(self._entries) > _PRUNE_ABOVE:
+            # A server behind each user's OAuth grant has one entry per user (tools/mcp_vault.py): the
+            # expired ones go, so the cache holds the users of the last `ttl` seconds, not every user seen.
+            now = self._clock()
+            self._entries = {key: entry for key, entry in self._entries.items() if entry.expires > now}
         lister = self._lister or mcp_client.list_tools
         tools: list[McpTool] | None
         try:
