@@ -21,7 +21,7 @@ from providers.base import ModelRequest, ModelTask
 from telemetry.calls import model_complete
 from threads.content import message_text, transcript
 from threads.cursors import keyset_page
-from threads.models import Message, Suggestion
+from threads.models import Message, Suggestion, Thread
 from threads.selectors import thread_get
 
 log = logging.getLogger(__name__)
@@ -135,6 +135,11 @@ def _assistant_message(*, project: Project, user_key: str | None, thread_id: str
     if message is None:
         raise Problem(404, "MESSAGE_NOT_FOUND", f"Assistant message {message_id} was not found in this thread.")
     return message
+
+
+def thread_run_status(*, project: Project, thread_id: str) -> str | None:
+    """The thread's run status (`idle` when no run is under way); None for no such thread."""
+    return (Thread.objects.filter(project=project, pk=thread_id).values_list("run_status", flat=True).first())
 
 
 def _suggestion_inputs(**scope) -> tuple[Message, list[Message]]:

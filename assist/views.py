@@ -6,12 +6,16 @@ workers (core/db.py), as the run path's do. Auth is the same Principal as every 
 """
 from __future__ import annotations
 
+import asyncio
+import time
+
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
 from assist.names import thread_name_generate
-from assist.suggestions import suggestion_generate, suggestion_list
+from assist.suggestions import suggestion_generate, suggestion_list, thread_run_status
 from clientsdk import wire
 from core.db import db_call
 from core.input_guard import request_json
@@ -89,10 +93,35 @@ async def _suggestions(request: HttpRequest, thread_id: str, message_id: str, *,
     stored ones. Returns (rows, next cursor, has more); raises Problem."""
     principal = await principal_aresolve(request)
     scope = {"project": principal.project, "thread_id": thread_id, "message_id": message_id}
-    if request.method == "POST":
-        return await _generate(request, principal, scope), None, False
-    return await db_call(suggestion_list, **scope, user_key=principal.user_key_optional(_query_user_key(request)),
-                         limit=limit, cursor=cursor)
+
+    async def answer():
+        if request.method == "POST":
+            return await _generate(request, principal, scope), None, False
+        return await db_call(suggestion_list, **scope, user_key=principal.user_key_optional(_query_user_key(request)),
+                             limit=limit, cursor=cursor)
+
+    try:
+        return await answer()
+    except Problem as problem:
+        # A client may ask about the answer of a run it has just stopped before the run's end is stored
+        # (@tambo-ai/react asks as soon as it shows the stop, before its DELETE is answered): once that
+        # run has ended, the answer is there (issue 35).
+        if problem.code != "MESSAGE_NOT_FOUND" or not await _run_ended(principal.project, thread_id):
+            raise
+    return await answer()
+
+
+async def _run_ended(project, thread_id: str) -> bool:
+    """Waits, at most RUN_CANCEL_WAIT_SECONDS, for the run under way on the thread to end; False when
+    none was under way (or it did not end in time). Holds no database connection while it waits."""
+    deadline = time.monotonic() + settings.RUN_CANCEL_WAIT_SECONDS
+    waited = False
+    while await db_call(thread_run_status, project=project, thread_id=thread_id) not in (None, "idle"):
+        if time.monotonic() >= deadline:
+            return False
+        waited = True
+        await asyncio.sleep(0.05)
+    return waited
 
 
 async def _generate(request: HttpRequest, principal: Principal, scope: dict):

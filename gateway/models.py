@@ -8,8 +8,10 @@ Settings (checked at start-up in tambo_project/settings.py):
 The alias `offline` is always allowed and is the built-in offline model, unless GATEWAY_MODELS maps
 that alias itself.
 
-A project with a `models` list (docs/models.md) replaces all of this for its keys: its models and
-`allowedModels` are what it may call (the first is the default), through the same fallbacks, keys
+`ALLOWED_MODELS` (names at the server's own endpoint, as for runs) are listed too.
+
+A project with a `models` list or `allowedModels` (docs/models.md) replaces all of this for its keys:
+its models and `allowedModels` are what it may call (the first is the default), through the same fallbacks, keys
 and parameters as its runs (projects/models_config.py).
 """
 from __future__ import annotations
@@ -21,7 +23,7 @@ from django.conf import settings
 
 from gateway.errors import GatewayError, invalid
 from projects.config import project_settings
-from projects.models_config import project_model_names, project_targets
+from projects.models_config import ANY_MODEL, project_model_names, project_targets
 from providers.parameters import supported_parameters
 
 OFFLINE_ALIAS = "offline"
@@ -53,7 +55,11 @@ def _server_default() -> Route | None:
 
 
 def _has_own_models(project) -> bool:
-    return project is not None and bool(project_settings(project).models)
+    """A project that names its models or its allowed names: its own list replaces the server's."""
+    if project is None:
+        return False
+    config = project_settings(project)
+    return bool(config.models or config.allowed_models)
 
 
 def allowed_models(project=None) -> dict[str, Route]:
@@ -66,6 +72,10 @@ def allowed_models(project=None) -> dict[str, Route]:
     default = _server_default()
     if default is not None:
         routes[default.alias] = default
+    # The names the server allows every project (ALLOWED_MODELS), at its own endpoint, as for runs.
+    for name in settings.ALLOWED_MODELS:
+        if name != ANY_MODEL:
+            routes[name] = Route(name, settings.MODEL_PROVIDER, name)
     for alias, target in settings.GATEWAY_MODELS.items():
         provider, model = parse_target(target)
         routes[alias] = Route(alias, provider, model)
@@ -91,6 +101,8 @@ def model_resolve(*, requested: str | None, project=None) -> Route:
     routes = allowed_models(project)
     alias = requested or default_alias(project)
     route = routes.get(alias)
+    if route is None and not _has_own_models(project) and ANY_MODEL in settings.ALLOWED_MODELS:
+        route = Route(alias, settings.MODEL_PROVIDER, alias)
     if route is None:
         names = ", ".join(sorted(routes))
         raise invalid(f"The model {alias[:100]!r} does not exist on this server. Available models: {names}.",

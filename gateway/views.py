@@ -10,6 +10,7 @@ kept: the caller sends the whole conversation each time.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any, AsyncIterator
 
 from django.conf import settings
@@ -31,9 +32,11 @@ from gateway.translate import ChatRequest, parse_chat_request
 from providers.parameters import parameter_refusal
 from projects import limits
 from projects.auth import Principal, principal_aresolve
+from projects.config import output_cap, project_settings
 from projects.models_config import model_chain_for
 from providers import get_provider
 from providers.base import Delta, ModelError, StepEnd
+from providers.chain import max_tokens_capped
 from telemetry import metrics
 from telemetry.calls import metered
 
@@ -108,7 +111,10 @@ async def _model_call(principal: Principal, chat: ChatRequest) -> tuple[Route, A
         deltas = chain.stream(request)
     else:
         parameters_check([route.provider], chat.parameters)
+        # The project's output cap (its maxOutputTokens, else the server's default), as its chain's.
         request = chat.model_request(route.model)
+        request = replace(request, max_tokens=max_tokens_capped(request.max_tokens,
+                                                                output_cap(project_settings(principal.project))))
         deltas = get_provider(route.provider).stream(request)
     # Recorded and counted against the budgets when it ends, however it ends: the vendor's usage, or the
     # estimate of what was sent and received (a client that leaves, a vendor that reports none).

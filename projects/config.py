@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, model_validator
+from django.conf import settings
+from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 ENV_REF = re.compile(r"^env:([A-Za-z_][A-Za-z0-9_]*)$")
@@ -106,14 +107,23 @@ class TranscriptionSpec(SettingsModel):
 
 
 class Limits(SettingsModel):
-    """Section 18's limits; 0 (or absent) means no limit."""
+    """Section 18's limits; 0 (or absent) means no limit, except `runsPerMinute`: absent, the server's
+    DEFAULT_RUNS_PER_MINUTE applies (`run_rate`), and 0 turns it off."""
 
     runs_per_minute_per_user: int = Field(default=0, ge=0)
-    runs_per_minute: int = Field(default=0, ge=0)
+    runs_per_minute: int | None = Field(default=None, ge=0)
     tokens_per_day_per_user: int = Field(default=0, ge=0)
     tokens_per_day: int = Field(default=0, ge=0)
     # Model calls one run may make (its steps); the lower of it and MAX_MODEL_CALLS_PER_RUN applies.
     model_calls_per_run: int = Field(default=0, ge=0)
+
+    @field_validator("runs_per_minute", mode="before")
+    @classmethod
+    def _given_as_a_number(cls, value: Any) -> Any:
+        # Left out, the server's default applies; written out, it must be a number (0: none).
+        if value is None:
+            raise ValueError("runsPerMinute must be an integer (leave it out for the server's default)")
+        return value
 
 
 class Retention(SettingsModel):
@@ -174,6 +184,25 @@ class ProjectSettings(SettingsModel):
 
 
 DEFAULT_SETTINGS = ProjectSettings()
+
+
+# The safe defaults of a project nobody configured (docs/abuse-and-limits.md#safe-defaults): each of a
+# project's own settings overrides the server's, whose 0 turns that default off.
+def output_cap(config: ProjectSettings) -> int | None:
+    """The most output tokens one model call of the project may ask for (its `maxOutputTokens`, else
+    DEFAULT_MAX_OUTPUT_TOKENS); None: no cap."""
+    return config.max_output_tokens or settings.DEFAULT_MAX_OUTPUT_TOKENS or None
+
+
+def input_cap(config: ProjectSettings) -> int | None:
+    """The most input tokens one model call of the project may send (its `maxInputTokens`, else
+    DEFAULT_MAX_INPUT_TOKENS); None: no budget."""
+    return config.max_input_tokens or settings.DEFAULT_MAX_INPUT_TOKENS or None
+
+
+def run_rate(limits: Limits) -> int:
+    """The project-wide runs per minute (its `runsPerMinute`, else DEFAULT_RUNS_PER_MINUTE); 0: none."""
+    return settings.DEFAULT_RUNS_PER_MINUTE if limits.runs_per_minute is None else limits.runs_per_minute
 
 # (project pk, settings_version) -> parsed settings. A project's rows are few and small; the cache
 # holds one entry per project (an older version is replaced).

@@ -15,7 +15,8 @@ PostgreSQL alone is enough (and SQLite on one machine). For each call that may r
   what it reserved, to the day's counts of the user and the project, in one statement.
 
 Windows are cut by the database's clock on PostgreSQL, so processes whose clocks disagree still count
-in the same window. A project without limits pays nothing: no statement at all.
+in the same window. A project's run rate is the server's DEFAULT_RUNS_PER_MINUTE unless it sets its own
+(projects/config.py `run_rate`); a project whose limits are all off pays nothing: no statement at all.
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from typing import Callable
 from django.db import connection
 
 from core.problems import Problem
-from projects.config import Limits, project_settings
+from projects.config import Limits, project_settings, run_rate
 from projects.limit_models import LimitCounter
 from providers.base import ModelError
 
@@ -134,7 +135,7 @@ def call_admit(*, project, user_key: str | None, reserve: int = 0) -> Budget | N
     used minus what was reserved."""
     limits = _limits(project)
     rates = {key: limit for key, limit in ((user_key, limits.runs_per_minute_per_user),
-                                           (PROJECT, limits.runs_per_minute)) if key is not None and limit > 0}
+                                           (PROJECT, run_rate(limits))) if key is not None and limit > 0}
     budgets = {key: limit for key, limit in ((user_key, limits.tokens_per_day_per_user),
                                              (PROJECT, limits.tokens_per_day)) if key is not None and limit > 0}
     if not rates and not budgets:

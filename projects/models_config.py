@@ -15,7 +15,7 @@ from functools import partial
 from django.conf import settings
 
 from core.problems import Problem
-from projects.config import ModelSpec, project_settings
+from projects.config import ModelSpec, ProjectSettings, output_cap, project_settings
 from projects.secrets import secret_resolve
 from providers import default_endpoint
 from providers.base import ModelTarget
@@ -71,27 +71,40 @@ def project_targets(project) -> list[ModelTarget]:
     return [_target(spec, parameters) for spec in config.models]
 
 
+ANY_MODEL = "*"
+
+
+def allowed_names(config: ProjectSettings) -> list[str]:
+    """The names beyond the project's models that its calls may ask for, served by its first model's
+    endpoint: its `allowedModels`, else (a project that names neither) the server's ALLOWED_MODELS,
+    so a project nobody configured offers the server's own model and no other (docs/models.md).
+    `*` allows any name."""
+    if config.models or config.allowed_models:
+        return list(config.allowed_models)
+    return list(settings.ALLOWED_MODELS)
+
+
 def project_model_names(project) -> list[str]:
-    """The names a run's or a gateway call's `model` may choose, the default first."""
+    """The names a run's or a gateway call's `model` may choose, the default first (`*` left out)."""
     config = project_settings(project)
-    names = [t.model for t in project_targets(project)] + list(config.allowed_models)
+    names = [t.model for t in project_targets(project)] + [n for n in allowed_names(config) if n != ANY_MODEL]
     return list(dict.fromkeys(names))
 
 
 def model_chain_for(project, *, requested: str | None) -> ModelChain:
-    """The models one call tries, in order. Raises Problem 400 MODEL_NOT_ALLOWED for a `requested`
-    name the project does not offer. A project without a `models` list or `allowedModels` keeps the
-    server's behaviour: the requested name goes to the server's default provider as given."""
+    """The models one call tries, in order, with the project's output cap (`output_cap`). Raises
+    Problem 400 MODEL_NOT_ALLOWED for a `requested` name the project does not offer (`allowed_names`)."""
     config = project_settings(project)
     targets = project_targets(project)
     if requested:
         chosen = [t for t in targets if t.model == requested]
+        allowed = allowed_names(config)
         if chosen:
             targets = chosen[:1] + [t for t in targets if t is not chosen[0]]
-        elif requested in config.allowed_models or not (config.models or config.allowed_models):
+        elif requested in allowed or ANY_MODEL in allowed:
             # Another model of the first model's endpoint; the rest stay its fallbacks.
             targets = [replace(targets[0], model=requested)] + targets[1:]
         else:
             raise Problem(400, "MODEL_NOT_ALLOWED", f"The model {requested[:200]!r} is not offered by this project.",
                           allowedModels=project_model_names(project))
-    return ModelChain(targets, max_output_tokens=config.max_output_tokens)
+    return ModelChain(targets, max_output_tokens=output_cap(config))

@@ -37,8 +37,7 @@ class ProjectEntry(ProjectSettings):
 
     @model_validator(mode="after")
     def _combinations(self) -> "ProjectEntry":
-        if self.allowed_models and not self.models:
-            raise ValueError("allowedModels needs a models list (their endpoint answers the allowed names)")
+        # allowedModels without a models list: the server's endpoint answers the allowed names.
         if (self.max_input_tokens and self.max_output_tokens and self.max_output_tokens >= self.max_input_tokens):
             raise ValueError("maxOutputTokens must be below maxInputTokens (the output budget comes out of it)")
         seen = set()

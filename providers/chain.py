@@ -34,10 +34,15 @@ def target_request(target: ModelTarget, request: ModelRequest, max_output_tokens
         value = parameters.pop(name, None)
         if max_tokens is None and isinstance(value, int):
             max_tokens = value
-    if max_output_tokens is not None:
-        max_tokens = min(max_tokens or max_output_tokens, max_output_tokens)
     return replace(request, model=target.model, parameters=parameters, temperature=temperature,
-                   max_tokens=max_tokens)
+                   max_tokens=max_tokens_capped(max_tokens, max_output_tokens))
+
+
+def max_tokens_capped(max_tokens: int | None, cap: int | None) -> int | None:
+    """What a call may ask for under the project's output cap: the cap when it asked for more or nothing."""
+    if cap is None:
+        return max_tokens
+    return min(max_tokens or cap, cap)
 
 
 class ModelChain:

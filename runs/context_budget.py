@@ -110,14 +110,17 @@ def spare(messages: list[dict[str, Any]], budget: int, label: str | None = None,
 
 def run_budget(project, max_tokens: int | None) -> int | None:
     """The input budget of a run on `project` whose request asked for `max_tokens` (capped as the
-    model call caps it)."""
-    from projects.config import project_settings
+    model call caps it). Its `maxInputTokens`, else the server's DEFAULT_MAX_INPUT_TOKENS, less the
+    output the call may ask for: the project's `maxOutputTokens`, or the run's `max_tokens` under the
+    project's output cap (projects/config.py `input_cap`, `output_cap`)."""
+    from projects.config import input_cap, output_cap, project_settings
 
     config = project_settings(project)
     output = config.max_output_tokens
     if max_tokens is not None:
-        output = min(max_tokens, output) if output else max_tokens
-    return budget_of(config.max_input_tokens, output)
+        cap = output_cap(config)
+        output = min(max_tokens, cap) if cap else max_tokens
+    return budget_of(input_cap(config), output)
 
 
 def check_new_message(*, system_prompt: str, content: list[dict[str, Any]], budget: int | None) -> None:

@@ -17,7 +17,7 @@ from projects import limits
 from projects.auth import Principal
 from projects.models_config import model_chain_for
 from providers.chain import ModelChain
-from projects.config import project_settings
+from projects.config import output_cap, project_settings
 from providers.estimate import message_tokens
 from runs.context_budget import check_new_message, run_budget
 from runs.lock import lock_fence, lock_release, lock_request_cancel, lock_take, lock_take_created
@@ -134,7 +134,8 @@ def run_reservation(principal: Principal, content: list, context_budget: int | N
     config = project_settings(principal.project)
     if not (config.limits.tokens_per_day or config.limits.tokens_per_day_per_user):
         return 0
-    output = max_tokens or config.max_output_tokens or settings.BUDGET_RESERVED_OUTPUT_TOKENS
+    cap = output_cap(config)
+    output = (min(max_tokens, cap) if max_tokens and cap else max_tokens or cap) or settings.BUDGET_RESERVED_OUTPUT_TOKENS
     if context_budget is not None:
         return context_budget + output
     return (message_tokens({"content": principal.project.system_prompt}) + message_tokens({"content": content})

@@ -286,6 +286,20 @@ RUN_EVENTS_UNLOGGED_BYTES = env.int("RUN_EVENTS_UNLOGGED_BYTES", default=4_000_0
 MAX_TOOL_CALLS_PER_TURN = env.int("MAX_TOOL_CALLS_PER_TURN", default=100)
 # The most model calls (steps) one run makes; a project's `limits.modelCallsPerRun` may lower it.
 MAX_MODEL_CALLS_PER_RUN = env.int("MAX_MODEL_CALLS_PER_RUN", default=50)
+# The safe defaults of a project nobody configured (docs/abuse-and-limits.md#safe-defaults); a project's
+# own `runsPerMinute`, `maxOutputTokens` and `maxInputTokens` override each, and 0 here turns one off.
+# Runs per minute of one project (all its keys and users together: what bounds a copied key).
+DEFAULT_RUNS_PER_MINUTE = env.int("DEFAULT_RUNS_PER_MINUTE", default=60)
+# The most output tokens one model call may ask for (a larger `max_tokens` is lowered to it).
+DEFAULT_MAX_OUTPUT_TOKENS = env.int("DEFAULT_MAX_OUTPUT_TOKENS", default=4096)
+# The most input tokens one model call may send: a thread's oldest turns are left out past it.
+DEFAULT_MAX_INPUT_TOKENS = env.int("DEFAULT_MAX_INPUT_TOKENS", default=32000)
+if min(DEFAULT_RUNS_PER_MINUTE, DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MAX_INPUT_TOKENS) < 0:
+    raise environ.ImproperlyConfigured("DEFAULT_RUNS_PER_MINUTE, DEFAULT_MAX_OUTPUT_TOKENS and "
+                                       "DEFAULT_MAX_INPUT_TOKENS must be 0 (off) or more")
+if DEFAULT_MAX_INPUT_TOKENS and DEFAULT_MAX_OUTPUT_TOKENS >= DEFAULT_MAX_INPUT_TOKENS:
+    raise environ.ImproperlyConfigured("DEFAULT_MAX_OUTPUT_TOKENS must be below DEFAULT_MAX_INPUT_TOKENS "
+                                       "(the output budget comes out of the input's)")
 # A run's output reserved against the token budgets at its admission when neither it nor its project
 # caps its output (docs/abuse-and-limits.md).
 BUDGET_RESERVED_OUTPUT_TOKENS = env.int("BUDGET_RESERVED_OUTPUT_TOKENS", default=1000)
@@ -323,6 +337,10 @@ OPENAI_TIMEOUT = env.float("OPENAI_TIMEOUT", default=60.0)
 ANTHROPIC_API_KEY = env.str("ANTHROPIC_API_KEY", default="")
 ANTHROPIC_BASE_URL = env.str("ANTHROPIC_BASE_URL", default="") or None
 ANTHROPIC_MODEL = env.str("ANTHROPIC_MODEL", default="claude-sonnet-4-5")
+# The model names a project without its own `models` or `allowedModels` may ask for, beside the server's
+# own model (OPENAI_MODEL, ANTHROPIC_MODEL or `offline`, by MODEL_PROVIDER), served by its endpoint;
+# `*` allows any name (projects/models_config.py).
+ALLOWED_MODELS = env.list("ALLOWED_MODELS", default=[])
 # Parameters sent with every model call unless the project or the run sets them (JSON object).
 MODEL_PARAMETERS = env.json("MODEL_PARAMETERS", default={})
 if not isinstance(MODEL_PARAMETERS, dict):

@@ -185,3 +185,23 @@ def test_a_transcription_counts_against_the_projects_run_rate(server, project, a
     assert_problem(second, 429, "RATE_LIMITED")
     assert int(second.headers["Retry-After"]) >= 1
     assert len(fake.requests) == 1
+
+
+def test_a_transcription_model_that_trickles_its_answer_is_cut_at_the_total_deadline(project, api_key):
+    """A byte every 2 s never trips a per-read timeout of 5 s: TRANSCRIPTION_TIMEOUT bounds the whole
+    exchange (issue 33), counted in bytes the model got to send, not timed."""
+    from tests.support.stalling_http import TricklingServer
+
+    body = b'{"text": "' + b"a slow transcript" * 2 + b'"}'
+    live = LiveServer("audio-trickle", {"TRANSCRIPTION_TIMEOUT": "5"})
+    try:
+        with TricklingServer(body, interval=2.0) as trickling:
+            spec = TranscriptionSpec(model="whisper-1", base_url=trickling.url("/v1"), api_key="sk-x")
+            project_settings_save(project, ProjectSettings(transcription=spec))
+            response = requests.post(f"{live.url}/audio/transcribe", headers={"x-api-key": api_key},
+                                     files={"file": ("a.wav", WAV, "audio/wav")}, timeout=120)
+            sent = trickling.sent
+        assert_problem(response, 504, "TRANSCRIPTION_TIMEOUT")
+        assert sent <= 3 < len(body), sent  # 5 s of a byte every 2 s, not the whole answer
+    finally:
+        live.stop()

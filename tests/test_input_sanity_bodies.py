@@ -38,6 +38,16 @@ class Route:
     query: tuple[tuple[str, str], ...] = ()
 
 
+
+@pytest.fixture(autouse=True)
+def _any_model_name(project):
+    """The run bodies name a model of their own: the project lets any name through (`*`; a project
+    nobody configured offers the server's own model only, docs/abuse-and-limits.md#safe-defaults)."""
+    from projects.config import ProjectSettings, project_settings_save
+
+    project_settings_save(project, ProjectSettings(allowed_models=["*"]))
+
+
 ROUTES = [
     Route("thread_create", "POST", "/v1/threads",
           {"userKey": "alice", "metadata": {"note": "ok"},

@@ -283,6 +283,8 @@ def test_a_route_nobody_declared_is_a_failing_case_named_after_it():
 
 @pytest.fixture
 def scene(live_server_url, project, api_key, fake_openai) -> Scene:
+    # No run rate until a rule sets one (the server's default would have counted the scene's own run).
+    _configure(project, limits=Limits(runs_per_minute=0))
     started = requests.post(live_server_url + "/v1/threads/runs", headers={"x-api-key": api_key}, timeout=30,
                             json={"userKey": "alice", "message": HI})
     assert started.status_code == 200, started.text

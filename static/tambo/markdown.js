@@ -52,9 +52,26 @@ export function markdownFragment(text) {
 // Draws `text` into `container`. Code blocks get a language label and a Copy button; they are
 // highlighted only when `highlight` is true, because colouring every frame of a long streamed answer
 // would cost more than it shows (the final draw, after the stream, colours them).
+//
+// A code block already on screen whose code and language are unchanged stays the same element, only
+// coloured in place: the final draw comes after the turn settles, and a fresh block would put a new
+// Copy button under a click made on the old one as the answer ended.
 export function renderMarkdown(container, text, { highlight = true } = {}) {
+  const shown = [...container.querySelectorAll(".code-block")];
   container._live = null;
-  container.replaceChildren(decorated(text, highlight));
+  const fragment = decorated(text, false);
+  [...fragment.querySelectorAll(".code-block")].forEach((block, index) => {
+    const old = shown[index];
+    if (old && sameCode(old, block)) block.replaceWith(old);
+  });
+  container.replaceChildren(fragment);
+  if (highlight) for (const code of container.querySelectorAll(".code-block code")) colour(code);
+}
+
+function sameCode(a, b) {
+  const label = (block) => block.querySelector(".code-lang")?.textContent;
+  const code = (block) => block.querySelector("code")?.textContent;
+  return label(a) === label(b) && code(a) === code(b);
 }
 
 // While an answer streams its text only grows, and Markdown before a blank line outside a code fence
@@ -87,12 +104,21 @@ function decorated(text, highlight) {
   return fragment;
 }
 
+function languageOf(code) {
+  return [...code.classList].find((c) => c.startsWith("language-"))?.slice("language-".length) || "";
+}
+
+// Colours a code element once (highlight.js marks it `data-highlighted`).
+function colour(code) {
+  if (!hljs || code.dataset.highlighted) return;
+  const language = languageOf(code);
+  if (language && !hljs.getLanguage(language)) code.classList.remove(`language-${language}`);
+  hljs.highlightElement(code);
+}
+
 function decorateCode(pre, code, highlight) {
-  const language = [...code.classList].find((c) => c.startsWith("language-"))?.slice("language-".length) || "";
-  if (highlight && hljs) {
-    if (language && !hljs.getLanguage(language)) code.classList.remove(`language-${language}`);
-    hljs.highlightElement(code);
-  }
+  const language = languageOf(code);
+  if (highlight) colour(code);
   const wrap = document.createElement("div");
   wrap.className = "code-block";
   const bar = document.createElement("div");

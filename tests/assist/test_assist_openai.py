@@ -5,6 +5,7 @@ import json
 from typing import Iterator
 
 import pytest
+from django.conf import settings as django_settings
 
 from tests.assist.conftest import DATA_CARD
 from tests.assist.test_generate_name import generate_name
@@ -49,7 +50,9 @@ def test_the_name_is_the_models_title_from_one_plain_call(api, fake, chat):
     assert response.json()["name"] == "Bridges of Hamburg"
     [request] = fake.requests
     assert not request.body.get("stream")
-    assert not {"response_format", "tools", "max_tokens"} & set(request.body)
+    assert not {"response_format", "tools"} & set(request.body)
+    # Every call of a project that sets no output cap asks for the server's default one (safe defaults).
+    assert request.body["max_tokens"] == django_settings.DEFAULT_MAX_OUTPUT_TOKENS
     assert request.body["model"] == "fake-default"
     assert request.api_key == VENDOR_KEY
     system, conversation = request.body["messages"]

@@ -162,12 +162,15 @@ def test_assistant_markdown_is_drawn_and_model_html_stays_inert(page_at, viewpor
     expect(answer.locator("table td")).to_have_text(["pear", "3"])
     code = answer.locator(".code-block")
     expect(code.locator(".code-lang")).to_have_text("python")
-    expect(code.locator("code.hljs .hljs-built_in, code.hljs .hljs-string").first).to_be_visible()
-    # As a person would, once the turn has settled: the thread is re-read and the answer drawn again
-    # after the run ends, which would put back a fresh "Copy" button under a click made before.
-    expect(panel(page)).to_have_attribute("data-busy", "false")
+    # As a person would, right as the answer ends (before the turn settles: the thread is re-read and
+    # the answer drawn again, coloured). The button clicked is the one that stays: a redraw that put a
+    # fresh "Copy" under the click would lose it.
+    code.locator(".code-copy").evaluate("button => { button.dataset.clicked = 'yes'; }")
     code.locator(".code-copy").click()
     expect(code.locator(".code-copy")).to_have_text("Copied")
+    expect(panel(page)).to_have_attribute("data-busy", "false")
+    expect(code.locator("code.hljs .hljs-built_in, code.hljs .hljs-string").first).to_be_visible()
+    expect(code.locator(".code-copy")).to_have_attribute("data-clicked", "yes")
     assert page.evaluate("navigator.clipboard.readText()") == 'print("hello")\n'
 
     # The raw HTML is text, the script link has no target, the web link opens safely.

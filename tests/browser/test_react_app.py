@@ -451,3 +451,31 @@ def test_an_image_added_with_the_sdks_add_image_reaches_the_model_byte_for_byte(
         assert {"type": "text", "text": "What does this chart show?"} in parts
         bad = [entry for entry in recorder.responses if not 200 <= entry[2] < 300]
         assert bad == [], bad
+
+
+def test_stop_then_suggestions_in_a_react_app_answers_every_request_and_logs_no_error(
+        react_page, app_origin, live_server_url, api_key):
+    """Stop (the SDK's cancelRun: a DELETE of the run), after which the SDK asks at once for the stopped
+    answer's suggestions: the cancel is stored before the DELETE answers, so that message is found
+    (it was 404 MESSAGE_NOT_FOUND, issue 35). Three times, then a plain message."""
+    page, recorder = react_page
+    open_app(page, app_origin, live_server_url, api_key, userKey="react-stopper")
+    answers = page.locator("article[data-role=assistant]")
+    for round_ in range(3):
+        send(page, f"!slow {round_}")
+        expect(answers).to_have_count(round_ + 1)
+        expect(answers.last).to_contain_text("word3")
+        with page.expect_response(lambda r: "/suggestions" in r.url) as asked:
+            page.get_by_role("button", name="Stop").click()
+        assert asked.value.ok, (asked.value.status, asked.value.text())
+        wait_idle(page)
+    send(page, "after the stops")
+    expect(assistant_texts(page).last).to_contain_text("(offline model) You said: after the stops")
+    wait_idle(page)
+    thread_id = current_thread_id(page)
+    stored = Api(live_server_url, api_key, "react-stopper").get(f"/v1/threads/{thread_id}").json()
+    assert [m["content"][0]["text"] for m in stored["messages"] if m["role"] == "user"] == [
+        "!slow 0", "!slow 1", "!slow 2", "after the stops"]
+    assert recorder.paths("DELETE", "/runs/") and recorder.paths("GET", "/suggestions") + recorder.paths(
+        "POST", "/suggestions")
+    recorder.assert_clean(client_tool_pauses=3)

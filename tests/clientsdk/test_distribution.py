@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "docs" / "clients.md"  # the Python client section moved there with the README's guide
+README = ROOT / "clientsdk" / "README.md"  # the client's guide; docs/clients.md links to its example
 SERVER_ONLY = {"django", "djangorestframework", "psycopg", "psycopg-binary", "psycopg-pool", "uvicorn", "mcp",
                "openai", "tambo-django"}
 
@@ -21,10 +21,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def readme_example() -> str:
-    """The Python block of the "Python client" section of docs/clients.md."""
-    section = README.read_text().split("## Python client (`clientsdk`)", 1)[1].split("\n## ", 1)[0]
-    [example] = re.findall(r"```python\n(.*?)```", section, re.S)
-    return example
+    """The Python block of the "A complete example" section of clientsdk/README.md."""
+    section = README.read_text().split("## A complete example", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", section, re.S)[0]
 
 
 def clean_copy(target: Path) -> Path:

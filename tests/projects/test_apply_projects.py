@@ -93,7 +93,7 @@ GOOD = "projects:\n  - name: good-one\n"
     ("  - name: a\n    models: [{provider: openai, model: m, apiKey: 'env:1BAD'}]\n", "projects[1].models[0].apiKey"),
     ("  - name: good-one\n", "projects: "),
     ("  - systemPrompt: x\n", "projects[1].name"),
-    ("  - name: a\n    allowedModels: [x]\n", "projects[1]: "),
+    ("  - name: a\n    maxInputTokens: 100\n    maxOutputTokens: 100\n", "projects[1]: "),
 ])
 def test_a_bad_file_is_refused_whole_naming_the_path(tmp_path, entry, path):
     message = refused(tmp_path, GOOD + entry)

@@ -85,10 +85,23 @@ def test_a_run_crossing_its_budget_makes_no_further_model_call(servers, api_key,
 
 
 def test_without_limits_no_counter_is_written(servers, api_key, project, fake: Vendor):
+    from projects.config import Limits, ProjectSettings, project_settings_save
+
+    # Every limit off, the server's default run rate included (0 written out).
+    project_settings_save(project, ProjectSettings(limits=Limits(runs_per_minute=0)))
     fake.script(Text("free", usage=usage(100)))
 
     assert types(run(servers[0], api_key).events)[-1] == "RUN_FINISHED"
     assert LimitCounter.objects.count() == 0
+
+
+def test_a_project_nobody_configured_counts_its_runs_project_wide_only(servers, api_key, project, fake: Vendor):
+    # The server's default run rate (DEFAULT_RUNS_PER_MINUTE): one count for the project, none per user
+    # and no token count (there is no default token budget).
+    fake.script(Text("counted", usage=usage(100)))
+
+    assert types(run(servers[0], api_key).events)[-1] == "RUN_FINISHED"
+    assert list(LimitCounter.objects.values_list("user_key", "kind", "count")) == [("", "runs", 1)]
 
 
 def test_runs_started_together_overshoot_the_budget_by_one_reservation_at_most(servers, api_key, project,

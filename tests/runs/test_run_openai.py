@@ -56,7 +56,13 @@ def test_text_deltas_stream_as_the_vendor_sends_them(runs: Runs, fake: Vendor):
     assert_no_key(events)
 
 
-def test_run_options_reach_the_vendor_request(runs: Runs, fake: Vendor):
+def test_run_options_reach_the_vendor_request(runs: Runs, fake: Vendor, project):
+    from django.conf import settings
+
+    from projects.config import ProjectSettings, project_settings_save
+
+    # A model name beside the server's own must be offered by the project (safe defaults).
+    project_settings_save(project, ProjectSettings(allowed_models=["gpt-test-x"]))
     fake.script(Text("ok"), Text("ok"))
     thread_id, events = runs.run_new("hi", model="gpt-test-x", maxTokens=77, temperature=0.3,
                                       tools=[WEATHER_TOOL], toolChoice={"name": "get_weather"})
@@ -68,7 +74,8 @@ def test_run_options_reach_the_vendor_request(runs: Runs, fake: Vendor):
     assert [t["function"]["name"] for t in first.body["tools"]] == ["get_weather"]
     assert first.body["tools"][0]["function"]["parameters"] == WEATHER_TOOL["inputSchema"]
     assert second.body["tool_choice"] == "required"
-    assert second.body["model"] == "fake-default" and "max_tokens" not in second.body
+    # Without maxTokens a call asks for the output cap: the server's default, the project setting none.
+    assert second.body["model"] == "fake-default" and second.body["max_tokens"] == settings.DEFAULT_MAX_OUTPUT_TOKENS
 
 
 # --- tool calls --------------------------------------------------------------------------------------

@@ -40,10 +40,15 @@ def _budget(budgets: dict[str, int]) -> int:
 
 
 @pytest.fixture
-def fast_offline(settings, api_key):
+def fast_offline(settings, project, api_key):
     from django.utils import timezone
 
+    from projects.config import Limits, ProjectSettings, project_settings_save
     from projects.models import ApiKey
+
+    # The cost of a run on a project with no limits: the server's default run rate (its one admitting
+    # statement, docs/abuse-and-limits.md) turned off for this project.
+    project_settings_save(project, ProjectSettings(limits=Limits(runs_per_minute=0)))
 
     # A key's last use is stamped at most once a minute: not part of a run's cost.
     ApiKey.objects.update(last_used_at=timezone.now())

@@ -50,10 +50,17 @@ class PgCluster:
         _as_pg(f"{self.bin}/createdb -h 127.0.0.1 -p {self.port} -U postgres {database}")
         self.url = f"postgres://postgres@127.0.0.1:{self.port}/{database}"
 
-    def migrate_and_key(self) -> str:
-        """Migrates the database and creates a project with an API key; returns the key."""
+    def migrate_and_key(self, project_file: str | None = None) -> str:
+        """Migrates the database and creates a project with an API key; returns the key. `project_file`
+        (YAML naming the project `capacity`) configures the project first."""
         env = {**os.environ, "DATABASE_URL": self.url, "LOG_LEVEL": "WARNING"}
         subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
+        if project_file is not None:
+            with tempfile.NamedTemporaryFile("w", suffix=".yaml") as file:
+                file.write(project_file)
+                file.flush()
+                subprocess.run([sys.executable, "manage.py", "apply_projects", file.name], cwd=ROOT, env=env,
+                               check=True, capture_output=True)
         out = subprocess.run([sys.executable, "manage.py", "createapikey", "--project", "capacity"], cwd=ROOT,
                              env=env, check=True, capture_output=True, text=True).stdout
         return out.split()[-1]
@@ -108,11 +115,11 @@ class PgCluster:
 
 
 @contextmanager
-def migrated_cluster(**options) -> Iterator[tuple[PgCluster, str]]:
+def migrated_cluster(project_file: str | None = None, **options) -> Iterator[tuple[PgCluster, str]]:
     """A throwaway cluster (`PgCluster(**options)`), migrated, with a project key: (cluster, key);
-    stopped afterwards."""
+    stopped afterwards. `project_file`: see `PgCluster.migrate_and_key`."""
     cluster = PgCluster(**options)
     try:
-        yield cluster, cluster.migrate_and_key()
+        yield cluster, cluster.migrate_and_key(project_file)
     finally:
         cluster.stop()

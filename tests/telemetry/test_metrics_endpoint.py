@@ -128,13 +128,15 @@ def _models_of(text: str, project: str) -> set[str]:
             if line.startswith("tambo_runs_total{") and f'project="{project}"' in line}
 
 
-def test_client_chosen_model_names_do_not_become_labels(transactional_db, metrics_on, api_key):
+def test_client_chosen_model_names_do_not_become_labels(transactional_db, metrics_on, project, api_key):
     import secrets
 
-    from projects.config import ProjectSettings, project_settings_save
+    from projects.config import Limits, ProjectSettings, project_settings_save
     from projects.models import ApiKey, Project
 
-    # A copied key on a project nobody configured sends 500 invented model names.
+    # A copied key sends 500 invented model names to a project that lets any name through (`*`: a project
+    # nobody configured refuses them, docs/abuse-and-limits.md#safe-defaults) with no run rate.
+    project_settings_save(project, ProjectSettings(allowed_models=["*"], limits=Limits(runs_per_minute=0)))
     for _ in range(500):
         events = _run_model(api_key, "m-" + secrets.token_hex(6))
         assert events[-1]["type"] == "RUN_FINISHED", events[-1]

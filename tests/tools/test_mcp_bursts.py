@@ -25,6 +25,10 @@ def test_a_burst_of_runs_starts_one_process_of_a_stdio_mcp_server(live_server_pr
                                                                    tmp_path):
     from tools.models import McpServer
 
+    from projects.config import Limits, ProjectSettings, project_settings_save
+
+    # 200 runs at once: the project turns off the server's default run rate (60 a minute).
+    project_settings_save(project, ProjectSettings(limits=Limits(runs_per_minute=0)))
     starts = tmp_path / "starts"
     McpServer.objects.create(project=project, name="burst", transport="stdio", command=sys.executable,
                              args=[str(SERVER_SCRIPT), "stdio"], env={"MCP_TEST_START_LOG": str(starts)})
@@ -72,3 +76,23 @@ def test_a_hanging_http_mcp_server_costs_one_wait_across_three_runs(short_timeou
     kinds = ["listed" if listed in line else "unreachable" for line in lines]
     assert kinds[:4] == ["listed", "unreachable", "unreachable", "unreachable"], kinds
     assert connections >= 2  # the retry was made
+
+
+def test_an_http_mcp_server_that_trickles_its_answer_is_cut_at_mcp_timeout(short_timeout_server, transactional_db,
+                                                                          project, api_key):
+    """A byte every 2 s never trips a per-read timeout: MCP_TIMEOUT (5 s here) bounds the whole exchange
+    (issue 33), counted in the bytes the server got to send; the run goes on without its tools."""
+    from tests.conftest import Api
+    from tests.support.stalling_http import TricklingServer
+    from tools.models import McpServer
+
+    body = b'{"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-03-26", "capabilities": {}}}'
+    name = f"trickles-{uuid.uuid4().hex[:6]}"
+    with TricklingServer(body, interval=2.0) as trickling:
+        McpServer.objects.create(project=project, name=name, transport="http", url=trickling.url("/mcp"))
+        _, events = run(Api(short_timeout_server.url, api_key), "hello")
+        sent = trickling.sent
+    assert types(events)[-1] == "RUN_FINISHED", types(events)
+    assert f"{name}__" not in text_of(events)
+    assert sent <= 3 < len(body), sent  # 5 s of a byte every 2 s, not the whole answer
+    assert f"Leaving out the tools of MCP server '{name}'" in short_timeout_server.log_text()

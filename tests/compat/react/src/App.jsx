@@ -148,6 +148,13 @@ function MessageInput() {
         onChange={(event) => { void addImages([...event.target.files]); event.target.value = ""; }} />
       <output data-testid="staged-images">{images.length}</output>
       <button type="submit" disabled={isPending || isDisabled || !isIdentified}>Send</button>
+      <StopButton />
     </form>
   );
+}
+
+// Stop, as Tambo's own message input offers it: the SDK's cancelRun (a DELETE of the run).
+function StopButton() {
+  const { cancelRun, isIdle } = useTambo();
+  return <button type="button" disabled={isIdle} onClick={() => void cancelRun()}>Stop</button>;
 }
