@@ -26,7 +26,6 @@ from gateway.chunks import DONE, ChunkEncoder, CompletionBuilder, sse_line
 from gateway.errors import (INVALID_REQUEST, RATE_LIMIT, SERVER_ERROR, GatewayError, from_model_error, invalid,
                             openai_error_body, openai_error_response, stream_error_body)
 from gateway.models import Route, model_get, model_list, model_resolve
-from gateway.ratelimit import rate_limit_hit
 from gateway.responses import ResponseFold, chat_body, event_line
 from gateway.translate import ChatRequest, parse_chat_request
 from providers.parameters import parameter_refusal
@@ -89,7 +88,8 @@ async def responses(request: HttpRequest) -> HttpResponse:
 async def _caller(request: HttpRequest) -> Principal:
     """Who is calling, counted against the key's request rate (429 past it)."""
     principal = await _principal(request)
-    wait = await rate_limit_hit(bucket=principal.rate_limit_key, limit=settings.GATEWAY_RATE_LIMIT_PER_MINUTE)
+    wait = await db_call(limits.requests_admit, project=principal.project, bucket=principal.rate_limit_key,
+                         limit=settings.GATEWAY_RATE_LIMIT_PER_MINUTE)
     if wait is not None:
         metrics.rate_limited(principal.project, "gateway_requests_per_minute")
         raise GatewayError(429, "Too many requests for this API key; try again later.", type_=RATE_LIMIT,

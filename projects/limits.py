@@ -13,6 +13,8 @@ PostgreSQL alone is enough (and SQLite on one machine). For each call that may r
 - `step_admit` before each later model call of a run: the day's budgets read again.
 - `call_record` after it (for a run: with its end, never per step): adds the tokens it used, less
   what it reserved, to the day's counts of the user and the project, in one statement.
+- `requests_admit`: the gateway's request rate per caller (an API key, a session), counted in the
+  same table the same way, so it too is one count across every process with no shared cache.
 
 Windows are cut by the database's clock on PostgreSQL, so processes whose clocks disagree still count
 in the same window. A project's run rate is the server's DEFAULT_RUNS_PER_MINUTE unless it sets its own
@@ -35,7 +37,7 @@ from providers.base import ModelError
 
 TABLE = LimitCounter._meta.db_table
 PROJECT = ""  # the user_key of a project's own counters (no end user is stored as "")
-RUNS, TOKENS = "runs", "tokens"
+RUNS, TOKENS, REQUESTS = "runs", "tokens", "requests"
 MINUTE, DAY = 60, 86400
 
 # Told of every refusal, with the project and the limit's setting name (`runs_per_minute_per_user` …):
@@ -287,16 +289,41 @@ def _admit_sqlite(project_id, rates, budgets, tokens_where, reserve):
     return counted, spent, now, reserved
 
 
+def requests_admit(*, project, bucket: str, limit: int) -> int | None:
+    """Counts one gateway request of `bucket` (`Principal.rate_limit_key`) in the current minute,
+    across every process; answers the seconds to wait when the minute already holds `limit`, else
+    None. One statement; none when `limit` is 0 or less. Of any number of concurrent requests exactly
+    `limit` get in (the count is raised only while it is under the limit, as for run rates)."""
+    if limit <= 0:
+        return None
+    if connection.vendor == "postgresql":
+        window, window_params = "date_trunc('minute', now())", []
+        clock = "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS bigint)"
+    else:
+        now = time.time()
+        window, window_params, clock = "%s", [_window_value(now, MINUTE)], str(int(now * 1000))
+    upsert = _upsert(f"(%s, %s, '{REQUESTS}', {window}, 1)")
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(f"WITH up AS ({upsert}) SELECT (SELECT count(*) FROM up), {clock}",
+                           [project.pk, bucket, *window_params, limit, limit])
+            admitted, millis = cursor.fetchone()
+        else:  # no data-modifying CTE: the upsert's RETURNING alone
+            cursor.execute(upsert, [project.pk, bucket, *window_params, limit, limit])
+            admitted, millis = len(cursor.fetchall()), int(clock)
+    return None if admitted else _retry_after(millis / 1000, MINUTE)
+
+
 def counters_prune(*, older_than_days: int) -> int:
     """Deletes the counters no limit reads any more, in one statement: run counts older than a day
-    (each matters for its minute only) and token counts older than `older_than_days`
+    and request counts (each matters for its minute only) and token counts older than `older_than_days`
     (USAGE_RETENTION_DAYS, kept for the operator's view of what was spent)."""
     from django.db.models import Q
 
     now = time.time()
     day_ago = datetime.fromtimestamp(now - DAY, tz=dt_timezone.utc)
     cutoff = datetime.fromtimestamp(now - max(older_than_days, 1) * DAY, tz=dt_timezone.utc)
-    old = LimitCounter.objects.filter(Q(kind=RUNS, window_start__lt=day_ago) | Q(window_start__lt=cutoff))
+    old = LimitCounter.objects.filter(Q(kind__in=(RUNS, REQUESTS), window_start__lt=day_ago) | Q(window_start__lt=cutoff))
     # Nothing refers to a counter and no signal listens: a bare DELETE (QuerySet.delete would wrap it
     # in a transaction of its own and count what it deletes first).
     return old._raw_delete(old.db)
