@@ -7,6 +7,8 @@ the caller passes where to send it and gets the text back, or a TranscriptionErr
 """
 from __future__ import annotations
 
+import asyncio
+
 import logging
 from dataclasses import dataclass
 from typing import IO
@@ -39,10 +41,12 @@ async def transcribe(target: TranscriptionTarget, *, file: IO[bytes], filename: 
     url = (target.base_url or OPENAI_BASE_URL).rstrip("/") + "/audio/transcriptions"
     headers = {"Authorization": f"Bearer {target.api_key}"} if target.api_key else {}
     try:
-        async with httpx.AsyncClient(timeout=httpx.Timeout(target.timeout)) as client:
+        # The timeout bounds the whole exchange, not each read: a model trickling a byte at a time
+        # never trips a per-read timeout (docs/images-and-voice.md).
+        async with asyncio.timeout(target.timeout), httpx.AsyncClient(timeout=httpx.Timeout(target.timeout)) as client:
             response = await client.post(url, headers=headers, data={"model": target.model, "response_format": "json"},
                                          files={"file": (filename, file, content_type)})
-    except httpx.TimeoutException as exc:
+    except (httpx.TimeoutException, TimeoutError) as exc:
         raise TranscriptionError(504, "TRANSCRIPTION_TIMEOUT", f"The transcription model did not answer within "
                                  f"{target.timeout:g} seconds.") from exc
     except httpx.HTTPError as exc:

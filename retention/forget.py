@@ -2,7 +2,9 @@
 `manage.py forget_user` both call `user_forget` (docs/operations.md#retention-and-deletion).
 
 What goes: the user's threads with their messages (and so the files in them), suggestions, runs and
-run events; the limit counters kept for them; their memories, live and forgotten (memory/). What stays, without the user: their usage rows, whose
+run events; the limit counters kept for them; their memories, live and forgotten (memory/); their
+grants and unfinished authorisations for protected MCP servers (tools/mcp_vault.py). What stays,
+without the user: their usage rows, whose
 `user_key` is emptied, so what the project spent still adds up. Access tokens are not stored (they are
 signed, and expire on their own: docs/protocol.md#identity-by-token), so there is nothing of them to
 delete. Threads a live run holds are left and counted (`threadsBusy`): call again once the run ended.
@@ -20,6 +22,7 @@ from retention.batches import BATCH, threads_delete
 from runs.models import Run, RunEvent
 from telemetry.models import Usage
 from threads.models import Message, Suggestion, Thread
+from tools.mcp_vault import user_grants_forget
 
 # The report's names for what was removed, by model (camelCase, as the route answers).
 REPORT_NAMES = {Thread: "threads", Message: "messages", Suggestion: "suggestions", Run: "runs",
@@ -43,6 +46,7 @@ def user_forget(*, project: Project, user_key: str, batch: int = BATCH) -> dict[
     removed[LimitCounter._meta.label] = counters._raw_delete(counters.db)
     report = {name: removed.get(model._meta.label, 0) for model, name in REPORT_NAMES.items()}
     report["memories"] = memories_delete_user(project=project, user_key=user_key, batch=batch)
+    report["mcpGrants"] = user_grants_forget(project=project, user_key=user_key)
     report["usageRowsAnonymized"] = usage_anonymize(project, user_key, batch=batch)
     report["threadsBusy"] = threads.count()
     return report

@@ -15,7 +15,8 @@ _COUNT = {"type": "integer", "minimum": 0}
 _REMOVED = {"type": "object", "description": "What was removed; `threadsBusy`: threads kept because a live run "
                                              "holds them.",
             "properties": {name: _COUNT for name in ("threads", "messages", "suggestions", "runs", "runEvents",
-                                                     "limitCounters", "memories", "usageRowsAnonymized", "threadsBusy")}}
+                                                     "limitCounters", "memories", "mcpGrants", "usageRowsAnonymized",
+                                                     "threadsBusy")}}
 
 
 # Each answer's own meaning; the problem content is the same for all (core/openapi.py's `problem`).
@@ -34,7 +35,7 @@ def user_forget_path() -> dict[str, Any]:
         "operationId": "user_forget",
         "summary": "Forget one end user of a project",
         "description": "Removes the user's threads with their messages and files, suggestions, runs, run events, "
-                       "limit counters and memories, and empties the user's name on their usage rows "
+                       "limit counters, memories and grants for protected MCP servers, and empties the user's name on their usage rows "
                        "(docs/operations.md#retention-and-deletion). For the admin's staff only.",
         "tags": ["users"],
         "security": [{SESSION_SCHEME: []}],

@@ -128,15 +128,16 @@ def run_model_rules(principal: Principal, *, requested: str | None,
 
 def run_reservation(principal: Principal, content: list, context_budget: int | None, max_tokens: int | None) -> int:
     """A run's worst case, reserved against the token budgets at admission (projects/limits.py
-    `call_admit`): its input (the context budget, else the system prompt and the new message, estimated)
-    plus its output cap (the run's `maxTokens` or the project's `maxOutputTokens`, else
-    BUDGET_RESERVED_OUTPUT_TOKENS)."""
+    `call_admit`): its input (the context budget the project sets, else the system prompt and the new
+    message, estimated) plus its output cap (the run's `maxTokens` or the project's `maxOutputTokens`,
+    else BUDGET_RESERVED_OUTPUT_TOKENS). The server's default budget (DEFAULT_MAX_INPUT_TOKENS) is not
+    reserved whole: on a project with a small token budget it would refuse every run but the first."""
     config = project_settings(principal.project)
     if not (config.limits.tokens_per_day or config.limits.tokens_per_day_per_user):
         return 0
     cap = output_cap(config)
     output = (min(max_tokens, cap) if max_tokens and cap else max_tokens or cap) or settings.BUDGET_RESERVED_OUTPUT_TOKENS
-    if context_budget is not None:
+    if context_budget is not None and config.max_input_tokens:
         return context_budget + output
     return (message_tokens({"content": principal.project.system_prompt}) + message_tokens({"content": content})
             + output)

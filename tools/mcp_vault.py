@@ -279,6 +279,17 @@ def grant_revoke(*, server_id: int, user_key: str | None = None) -> int:
     return grants.delete()[0]
 
 
+def user_grants_forget(*, project, user_key: str) -> int:
+    """Deletes one end user's grants and unfinished authorisations on every MCP server of `project`
+    (forgetting the user: retention/forget.py); returns how many rows went. The project's own grant
+    (user key "") is never one user's."""
+    if not user_key:
+        return 0
+    grants = McpToken.objects.filter(project=project, user_key=user_key)
+    flows = McpAuthorization.objects.filter(server__project=project, user_key=user_key)
+    return grants.delete()[0] + flows.delete()[0]
+
+
 def flow_drop(state: str) -> None:
     """Forgets a flow the authorization server refused (the person said no)."""
     McpAuthorization.objects.filter(state=state).delete()

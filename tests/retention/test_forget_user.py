@@ -21,6 +21,7 @@ from tests.support.sse import read_events
 from tests.retention.user_rows import BY_ID, user_paths, user_row_counts
 from threads import services
 from threads.models import Message, Suggestion, Thread
+from tools.models import McpAuthorization, McpServer, McpToken
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_dbs]
 
@@ -47,6 +48,11 @@ def seed(api, project, user_key: str) -> None:
     memory_save(project=project, user_key=user_key, content=f"{user_key} likes tea", category="preference")
     gone = memory_save(project=project, user_key=user_key, content=f"{user_key} lives in Oslo", category="fact")
     memory_forget(project=project, user_key=user_key, memory_id=gone.memory.pk)
+    # A grant and an unfinished authorisation for a protected MCP server (tools/mcp_vault.py).
+    server, _ = McpServer.objects.get_or_create(project=project, name="vaulted", defaults={
+        "transport": "http", "url": "http://127.0.0.1:9/mcp", "auth": "user", "enabled": False})
+    McpToken.objects.create(server=server, project=project, user_key=user_key, tokens="sealed")
+    McpAuthorization.objects.create(server=server, user_key=user_key, state=f"state-{user_key}", flow="sealed")
 
 
 def wait_for_event_log(project, user_key: str) -> dict[str, int]:
@@ -84,7 +90,7 @@ def staff_session(base_url: str, *, staff: bool = True) -> requests.Session:
 def test_every_table_is_found():
     paths = user_paths()
     assert {"threads.Thread", "threads.Message", "threads.Suggestion", "runs.Run", "telemetry.Usage",
-            "projects.LimitCounter", "memory.Memory"} <= set(paths)
+            "projects.LimitCounter", "memory.Memory", "tools.McpToken", "tools.McpAuthorization"} <= set(paths)
     assert all(owner in paths for _, owner in BY_ID.values())
 
 
@@ -104,7 +110,9 @@ def test_it_removes_every_row_of_the_user_and_none_of_another(api, counted_proje
     assert removed == {"threads": alice["threads.Thread"], "messages": alice["threads.Message"],
                        "suggestions": alice["threads.Suggestion"], "runs": alice["runs.Run"],
                        "runEvents": alice["runs.RunEvent"], "limitCounters": alice["projects.LimitCounter"],
-                       "memories": alice["memory.Memory"], "usageRowsAnonymized": alice["telemetry.Usage"], "threadsBusy": 0}
+                       "memories": alice["memory.Memory"],
+                       "mcpGrants": alice["tools.McpToken"] + alice["tools.McpAuthorization"],
+                       "usageRowsAnonymized": alice["telemetry.Usage"], "threadsBusy": 0}
     assert user_row_counts(counted_project, "alice") == dict.fromkeys(alice, 0)
     assert user_row_counts(counted_project, "bob") == bob
     # What was spent still adds up: the usage rows stay, without the user.

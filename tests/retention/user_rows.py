@@ -44,8 +44,17 @@ def user_paths() -> dict[str, str]:
     return paths
 
 
-def _project_path(user_path: str) -> str:
-    return user_path.rsplit("__", 1)[0] + "__project" if "__" in user_path else "project"
+def _project_path(model, user_path: str) -> str:
+    """The lookup from `model` to its project: beside the user key, or through the foreign key that
+    leads to one that has it (an MCP authorisation's server)."""
+    if "__" in user_path:
+        return user_path.rsplit("__", 1)[0] + "__project"
+    names = {field.name for field in model._meta.concrete_fields}
+    if "project" in names:
+        return "project"
+    via = next(field.name for field in model._meta.concrete_fields if isinstance(field, models.ForeignKey)
+               and "project" in {f.name for f in field.related_model._meta.concrete_fields})
+    return f"{via}__project"
 
 
 def user_row_counts(project, user_key: str) -> dict[str, int]:
@@ -54,9 +63,10 @@ def user_row_counts(project, user_key: str) -> dict[str, int]:
     counts = {}
     for label, path in paths.items():
         model = apps.get_model(label)
-        counts[label] = model.objects.filter(**{path: user_key, _project_path(path): project}).count()
+        counts[label] = model.objects.filter(**{path: user_key, _project_path(model, path): project}).count()
     for label, (field, owner) in BY_ID.items():
         owner_path = paths[owner]
-        owners = apps.get_model(owner).objects.filter(**{owner_path: user_key, _project_path(owner_path): project})
+        owner_model = apps.get_model(owner)
+        owners = owner_model.objects.filter(**{owner_path: user_key, _project_path(owner_model, owner_path): project})
         counts[label] = apps.get_model(label).objects.filter(**{f"{field}__in": owners.values("pk")}).count()
     return counts

@@ -48,7 +48,9 @@ def small_buffer_server(django_db_setup, django_db_blocker):
     # Events not yet in the event log stay in memory, and on SQLite the log is written at the watcher's
     # pace: a short interval, so that a run this fast cannot put the whole answer in one unwritten batch.
     server = LiveServer("resume-buffer", {"RUN_EVENTS_BUFFER_BYTES": str(BUFFER_BYTES), "OFFLINE_MODEL_DELAY": "0",
-                                          "MAX_REQUEST_BYTES": str(len(BIG) + 100_000), "RUN_WATCH_INTERVAL": "0.02"})
+                                          "MAX_REQUEST_BYTES": str(len(BIG) + 100_000), "RUN_WATCH_INTERVAL": "0.02",
+                                          # megabytes of text: past the safe default context budget
+                                          "DEFAULT_MAX_INPUT_TOKENS": "10000000"})
     yield server
     server.stop()
 

@@ -33,7 +33,8 @@ def cluster():
 @pytest.fixture(scope="module")
 def servers(cluster):
     pg, _ = cluster
-    env = {"DATABASE_URL": pg.url, "OFFLINE_MODEL_DELAY": "0.01", "DB_POOL_SIZE": "4"}
+    # They take no run over: a run of another test's process that dies here is that test's to follow.
+    env = {"DATABASE_URL": pg.url, "OFFLINE_MODEL_DELAY": "0.01", "DB_POOL_SIZE": "4", "RUN_TAKEOVERS_PER_PROCESS": "0"}
     a, b = LiveServer("resume-a", env), LiveServer("resume-b", env)
     yield a, b
     a.stop()
@@ -277,7 +278,8 @@ def test_a_stalled_reader_on_the_other_process_is_cut_and_resumes(cluster):
     pg, key = cluster
     with two_servers("resume-big", key, {
             "DATABASE_URL": pg.url, "DB_POOL_SIZE": "4", "OFFLINE_MODEL_DELAY": "0",
-            "RUN_EVENTS_BUFFER_BYTES": str(BUFFER_BYTES), "MAX_REQUEST_BYTES": str(len(BIG) + 100_000)}) as (
+            "RUN_EVENTS_BUFFER_BYTES": str(BUFFER_BYTES), "MAX_REQUEST_BYTES": str(len(BIG) + 100_000),
+            "DEFAULT_MAX_INPUT_TOKENS": "10000000"}) as (  # megabytes of text: past the safe default budget
             _, b_server, a, b):
         started, thread_id, run_id = start(a, BIG)
         stalled = stalled_request(b_server.url, key, "GET",

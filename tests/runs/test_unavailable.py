@@ -74,13 +74,17 @@ def test_a_run_whose_history_cannot_be_read_gives_the_lock_back_and_keeps_the_me
     # otherwise load under the row lock). Its failure answers 503, records the run as failed and gives
     # the lock back at once; the user's message stays stored, as after any failed run.
     thread = thread_services.thread_create(project=project, user_key="alice")
-    real_messages_all = selectors.message_list_all
+    # Whichever read the history takes: the whole thread, or its newest messages within the context
+    # budget (every project has one: the server's DEFAULT_MAX_INPUT_TOKENS unless it sets its own).
+    reads = {name: getattr(selectors, name) for name in ("message_list_all", "message_list_newest")}
 
     def fails_once(**kwargs):
-        monkeypatch.setattr(selectors, "message_list_all", real_messages_all)
+        for name, real in reads.items():
+            monkeypatch.setattr(selectors, name, real)
         raise OperationalError("the server closed the connection")
 
-    monkeypatch.setattr(selectors, "message_list_all", fails_once)
+    for name in reads:
+        monkeypatch.setattr(selectors, name, fails_once)
 
     async def post_then_wait_for_idle():
         response = await AsyncClient().post(f"/v1/threads/{thread.id}/runs", RUN_BODY,

@@ -94,7 +94,8 @@ def chat(server: LiveServer, api_key: str) -> int:
 def test_every_kind_of_limit_counts_its_refusals_by_project_and_limit(server, api_key, project):
     before = scrape(server)
     fresh_minute()
-    limit(project, runs_per_minute_per_user=1)
+    # The project's own rate off (0), not the server's default: its minute starts empty below.
+    limit(project, runs_per_minute_per_user=1, runs_per_minute=0)
     user_rate = [run(server, api_key, "alice") for _ in range(3)]
     limit(project, runs_per_minute=1)
     project_rate = [run(server, api_key, user) for user in ("bob", "carol", "dave", "erin")]
