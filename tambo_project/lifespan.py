@@ -25,6 +25,7 @@ import logging
 import signal
 import sys
 import threading
+import time
 
 from memory.extraction import extractions
 from providers import providers_close
@@ -77,10 +78,20 @@ PRELOADED_IN_BACKGROUND = ("tools.mcp_client", "tools.mcp_sessions")
 
 def _preload() -> None:
     for name in PRELOADED_IN_BACKGROUND:
-        try:
-            importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - the first run that needs it imports it again and reports the error
-            log.warning("Preloading %s failed", name, exc_info=True)
+        for attempt in range(3):
+            try:
+                importlib.import_module(name)
+                break
+            except RuntimeError as exc:
+                # A request importing part of the same package at this moment: Python's import locks
+                # detect the cycle and fail one side (`_DeadlockError`); the other finishes, so again.
+                if "deadlock" not in str(exc) or attempt == 2:
+                    log.warning("Preloading %s failed", name, exc_info=True)
+                    break
+                time.sleep(0.2)
+            except Exception:  # noqa: BLE001 - the first run that needs it imports it again and reports the error
+                log.warning("Preloading %s failed", name, exc_info=True)
+                break
 
 
 async def _mcp_sessions_close() -> None:

@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import Any, Callable
 
 import pytest
+from django.db import transaction
 from django.db import connections
 from django.utils import timezone
 
@@ -128,15 +129,18 @@ def test_a_takeover_with_no_recovery_registered_is_refused_and_changes_nothing(t
     # Crash recovery registers what a takeover records (runs/apps.py); without it a dead run would
     # stay "streaming" for good, so the lock refuses rather than take over silently.
     take_with_run(thread, "run_dead")
-    expire_lease(thread)
     monkeypatch.setattr("runs.lock._takeover", None)
 
-    with pytest.raises(RuntimeError, match="No lease takeover registered"):
-        take_with_run(thread, "run_next")
+    # In one transaction: a server process's sweep of expired leases (another test's, on the same
+    # database) must not record the expired run between the expiry and the take.
+    with transaction.atomic():
+        expire_lease(thread)
+        with pytest.raises(RuntimeError, match="No lease takeover registered"):
+            take_with_run(thread, "run_next")
 
-    thread.refresh_from_db()
-    assert thread.current_run_id == "run_dead"
-    assert not Run.objects.filter(id="run_next").exists()
+        thread.refresh_from_db()
+        assert thread.current_run_id == "run_dead"
+        assert not Run.objects.filter(id="run_next").exists()
 
 
 def test_of_fifty_takers_after_an_expired_lease_exactly_one_takes_over(thread):
