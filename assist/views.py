@@ -112,16 +112,16 @@ async def _suggestions(request: HttpRequest, thread_id: str, message_id: str, *,
 
 
 async def _run_ended(project, thread_id: str) -> bool:
-    """Waits, at most RUN_CANCEL_WAIT_SECONDS, for the run under way on the thread to end; False when
-    none was under way (or it did not end in time). Holds no database connection while it waits."""
+    """Waits, at most RUN_CANCEL_WAIT_SECONDS, for any run under way on the thread to end; False when
+    it did not end in time. True also when none was under way: the run may have ended and stored the
+    answer between the first read and this one, so the caller reads once more (a message that truly
+    does not exist is then a 404 again). Holds no database connection while it waits."""
     deadline = time.monotonic() + settings.RUN_CANCEL_WAIT_SECONDS
-    waited = False
     while await db_call(thread_run_status, project=project, thread_id=thread_id) not in (None, "idle"):
         if time.monotonic() >= deadline:
             return False
-        waited = True
         await asyncio.sleep(0.05)
-    return waited
+    return True
 
 
 async def _generate(request: HttpRequest, principal: Principal, scope: dict):
