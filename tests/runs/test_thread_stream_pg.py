@@ -11,6 +11,7 @@ from tests.conftest import Api, require_part
 from tests.runs.test_thread_stream import Watcher, finished, named
 from tests.support.live import LiveServer
 from tests.support.pg_cluster import migrated_cluster, pg_bin
+from tests.support.sse import read_events
 
 LONG = "Tell me everything about it. " * 25
 
@@ -37,8 +38,6 @@ def body(text: str, **extra) -> dict:
 
 
 def run_on(api: Api, thread_id: str, text: str, previous: str | None) -> list[dict]:
-    from tests.support.sse import read_events
-
     response = api.post(f"/v1/threads/{thread_id}/runs", body(text, previousRunId=previous), stream=True)
     assert response.status_code == 200, response.text
     return read_events(response)
@@ -49,11 +48,12 @@ def test_a_run_started_on_one_process_streams_on_a_thread_stream_of_the_other(ap
     started = a.post("/v1/threads/runs", body("hello"), stream=True)
     thread_id = started.headers["X-Thread-Id"]
     first_run = started.headers["X-Run-Id"]
-    started.close()
+    # Read to its end: a watcher opened while the first run is live would (rightly) stream that run first.
+    assert read_events(started)[-1]["type"] == "RUN_FINISHED"
     watcher = Watcher(b, thread_id)
     watcher.until(named("tambo.thread.updated"))
 
-    own = run_on(a, thread_id, LONG, b.thread(thread_id)["lastCompletedRunId"] or first_run)
+    own = run_on(a, thread_id, LONG, first_run)
     frames = [frame for frame in watcher.until(finished) if frame[0] is not None]
     run_id = own[0]["runId"]
     assert [event for _, event in frames] == own
