@@ -39,6 +39,7 @@ from pathlib import Path
 import httpx
 
 from bench.hosts import SUBNET, Hosts, NginxHost, PostgresHost
+from tests.support.sse import aframes_of
 from bench.run import ROOT
 
 PORT = 8000
@@ -88,15 +89,11 @@ async def read(client: httpx.AsyncClient, stream: Stream, method: str, url: str,
             if response.status_code != 200:
                 stream.error = (await response.aread()).decode(errors="replace")[:200]
                 return stream
-            buffer = b""
-            async for chunk in response.aiter_bytes():
-                buffer += chunk
-                while b"\n\n" in buffer:
-                    frame, buffer = buffer.split(b"\n\n", 1)
-                    had_run = bool(stream.run_id)
-                    stream.take(frame)
-                    if stream.run_id and not had_run and stream.started_after is None:
-                        stream.started_after = time.perf_counter() - began
+            async for frame in aframes_of(response.aiter_bytes()):
+                had_run = bool(stream.run_id)
+                stream.take(frame)
+                if stream.run_id and not had_run and stream.started_after is None:
+                    stream.started_after = time.perf_counter() - began
                 if stop_after and len(stream.words) >= stop_after:
                     return stream
     except (httpx.HTTPError, OSError) as exc:

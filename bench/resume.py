@@ -23,6 +23,7 @@ import psycopg
 from bench.capacity import cpu_seconds, prepare
 from bench.run import start
 from tests.support.pg_cluster import PgCluster
+from tests.support.sse import aframes_of
 
 
 def _body(text: str) -> dict:
@@ -76,14 +77,9 @@ async def _request(url: str, method: str, path: str, key: str, body: dict | None
 async def _arrivals(response: _Response) -> dict[int, float]:
     """{event id: when it arrived} for a streaming answer, to its end."""
     seen: dict[int, float] = {}
-    buffer = b""
-    async for chunk in response.chunks():
-        now = time.perf_counter()
-        buffer += chunk
-        while b"\n\n" in buffer:
-            frame, buffer = buffer.split(b"\n\n", 1)
-            if frame.startswith(b"id: "):
-                seen[int(frame[4:frame.index(b"\n")])] = now
+    async for frame in aframes_of(response.chunks()):
+        if frame.startswith(b"id: "):
+            seen[int(frame[4:frame.index(b"\n")])] = time.perf_counter()
     return seen
 
 

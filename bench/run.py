@@ -32,6 +32,8 @@ from pathlib import Path
 
 import requests
 
+from tests.support.sse import FrameSplitter
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -61,16 +63,13 @@ def measure(session: requests.Session, url: str, body: dict) -> tuple[float, flo
     """(seconds to first event, seconds to last byte, events, raw frames)."""
     began = time.perf_counter()
     first = None
-    frames, buffer = [], b""
+    frames, splitter = [], FrameSplitter()
     with session.post(url, json=body, stream=True, timeout=60) as response:
         response.raise_for_status()
         for chunk in response.iter_content(chunk_size=None):
             if first is None:
                 first = time.perf_counter() - began
-            buffer += chunk
-            while b"\n\n" in buffer:
-                frame, buffer = buffer.split(b"\n\n", 1)
-                frames.append(frame.decode() + "\n\n")
+            frames += [frame.decode() + "\n\n" for frame in splitter.feed(chunk)]
     return first or 0.0, time.perf_counter() - began, len(frames), frames
 
 

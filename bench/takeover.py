@@ -14,7 +14,6 @@ The defaults are the issue's figures (500 runs, the default lease); on a shared 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import statistics
@@ -24,6 +23,7 @@ from bench.capacity import prepare
 from bench.resume import _pct, _request
 from bench.run import start
 from tests.support.pg_cluster import PgCluster
+from tests.support.sse import aframes_of, data_of
 
 TEXT = "Tell me everything about runs that outlive their process, please. " * 8
 
@@ -42,19 +42,13 @@ class _Reader:
     async def follow(self, thread_id: str, run_id: str) -> None:
         response = await _request(self.url, "GET", f"/v1/threads/{thread_id}/runs/{run_id}/events?userKey=bench",
                                   self.key)
-        buffer = b""
-        async for chunk in response.chunks():
-            now = time.perf_counter()
-            buffer += chunk
-            while b"\n\n" in buffer:
-                frame, buffer = buffer.split(b"\n\n", 1)
-                data = next((line[6:] for line in frame.split(b"\n") if line.startswith(b"data: ")), None)
-                if data is None:
-                    continue
-                event = json.loads(data)
-                self.events.append((now, event))
-                if event["type"] == "TEXT_MESSAGE_CONTENT":
-                    self.texting.set()
+        async for frame in aframes_of(response.chunks()):
+            event = data_of(frame)
+            if event is None:
+                continue
+            self.events.append((time.perf_counter(), event))
+            if event["type"] == "TEXT_MESSAGE_CONTENT":
+                self.texting.set()
         self.texting.set()
 
 

@@ -1,5 +1,6 @@
-"""Installing the checkout as a newcomer would: one `pip install` into a fresh virtualenv, then the
-installed `tambo-server` command run from an empty directory (docs/deployment.md).
+"""Installing the checkout as a newcomer would: the README's production block (its one `pip install`
+into a fresh virtualenv, read from README.md and run as written), then the installed `tambo-server`
+command run from an empty directory (docs/deployment.md).
 
 Slow (a fresh install resolves every dependency; the first `serve` compresses the static files), so
 every test here shares one install.
@@ -7,24 +8,21 @@ every test here shares one install.
 from __future__ import annotations
 
 import json
-import os
 import re
+import secrets
 import signal
 import subprocess
-import sys
+import uuid
 from pathlib import Path
 
+import psycopg
 import pytest
 import requests
+from django.conf import settings
 
 from tests.support.live import free_port
+from tests.support.readme import ROOT, answered, filled, newcomer_env, quick_start, stop, wait_for
 from tests.support.sse import read_events
-
-ROOT = Path(__file__).resolve().parents[1]
-# What the test process's environment must not hand the installed server: it configures itself.
-UNSET = ("SECRET_KEY", "DEBUG", "DATABASE_URL", "DATABASE_LISTEN_URL", "SQLITE_PATH", "STATIC_ROOT",
-         "STATIC_COLLECTED", "DJANGO_SETTINGS_MODULE", "VIRTUAL_ENV", "PYTHONPATH", "OPENAI_API_KEY",
-         "OPENAI_BASE_URL", "MODEL_PROVIDER", "WORKERS", "HOST", "PORT", "MIGRATE")
 
 
 def build_output() -> set[Path]:
@@ -35,19 +33,22 @@ def build_output() -> set[Path]:
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> tuple[Path, dict[str, str]]:
-    """(an empty directory, the environment that runs the install's `tambo-server` there)."""
+    """(an empty directory, the environment that runs the install's `tambo-server` there), installed by
+    the first line of the README's production block, in the checkout, with its path filled in."""
     work = tmp_path_factory.mktemp("install")
     venv = work / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    _, production = quick_start()
+    install = filled(production[0], {"/opt/tambo": str(venv)})
+    assert install == f"python3.11 -m venv {venv} && {venv}/bin/pip install .", install
     before = build_output()
-    result = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(ROOT)], cwd=work,
-                            capture_output=True, text=True, timeout=1200)
+    result = subprocess.run(["bash", "-ec", install], cwd=ROOT, env=newcomer_env(), capture_output=True,
+                            text=True, timeout=1500)
     assert result.returncode == 0, result.stderr[-3000:]
     assert build_output() == before
     empty = work / "empty"
     empty.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in UNSET}
-    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env = newcomer_env()
+    env["PATH"] = f"{venv / 'bin'}:{env.get('PATH', '')}"
     return empty, env
 
 
@@ -149,3 +150,50 @@ def process_wait(process: subprocess.Popen, seconds: float) -> None:
         process.wait(timeout=seconds)
     except subprocess.TimeoutExpired:
         pass
+
+
+def test_the_readme_production_block_migrates_makes_a_key_and_serves_two_workers_on_postgresql(installed):
+    """The rest of the README's production block, as written after its install line (which made this
+    module's install), on a PostgreSQL database of its own. Filled in: the install path, the `…` of
+    `SECRET_KEY` and `DATABASE_URL`, and the port (`PORT`, which `serve` reads)."""
+    if settings.DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+        pytest.fail("this test runs in the PostgreSQL pass: the block's DATABASE_URL is PostgreSQL")
+    cwd, env = installed
+    venv = cwd.parent / "venv"
+    db = settings.DATABASES["default"]
+    server = dict(user=db["USER"], password=db.get("PASSWORD") or "", host=db["HOST"], port=db["PORT"])
+    database = f"readme_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(dbname="postgres", autocommit=True, **server) as admin:
+        admin.execute(f'CREATE DATABASE "{database}"')
+    url = f"postgres://{server['user']}:{server['password']}@{server['host']}:{server['port']}/{database}"
+    fill = {"/opt/tambo": str(venv), "SECRET_KEY=…": f"SECRET_KEY={secrets.token_urlsafe(50)}",
+            "DATABASE_URL=postgres://…": f"DATABASE_URL={url}"}
+    _, production = quick_start()
+    *setup, serve = [filled(line, fill) for line in production[1:]]
+    assert serve == f"{venv}/bin/tambo-server serve --workers 2", serve
+    port = free_port()
+    env = {**env, "PORT": str(port)}
+    # The lines in one shell, as a reader pastes them (the export carries to the lines after it).
+    done = subprocess.run(["bash", "-ec", "\n".join(setup + ['env | grep -E "^(SECRET_KEY|DATABASE_URL)=" > exported'])],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-3000:])
+    key = done.stdout.strip().splitlines()[-1]  # createapikey prints the key last
+    exported = dict(line.split("=", 1) for line in (cwd / "exported").read_text().splitlines())
+    log = cwd / "serve-readme.log"
+    with open(log, "wb") as out:
+        process = subprocess.Popen(["bash", "-c", serve], cwd=cwd, env={**env, **exported}, stdout=out,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(base, process, log)
+        assert "You said: hello" in answered(base, key)
+        # `--workers 2`: two worker processes of this install's Python (uvicorn spawns them).
+        workers = subprocess.run(["pgrep", "-f", "-c", f"^{venv}/bin/python.* -c from multiprocessing.spawn"],
+                                 capture_output=True, text=True)
+        assert workers.stdout.strip() == "2", workers
+    finally:
+        code = stop(process, signal.SIGTERM)
+        with psycopg.connect(dbname="postgres", autocommit=True, **server) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+    assert code == 0, log.read_text(errors="replace")[-3000:]
+    assert "Traceback" not in log.read_text(errors="replace")

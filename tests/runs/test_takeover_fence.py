@@ -3,10 +3,9 @@ over, and a process that lost a run writes nothing for it. Real OS threads with 
 stand for the processes; a run row's `owner` says which process took it over."""
 from __future__ import annotations
 
-from datetime import timedelta
 
 import pytest
-from django.utils import timezone
+from django.db import transaction
 
 from runs import services
 from runs.lock import LeaseLost, lock_release, lock_renew
@@ -15,7 +14,7 @@ from runs.recovery.leases import expired_lease_sweep
 from runs.recovery.takeover import runs_hand_over, takeover_claim
 from tests.runs.test_lock import at_once, expire_lease, take_with_run
 from threads import services as thread_services
-from threads.models import Message, RunStatus, Thread
+from threads.models import Message, Thread
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.both_dbs]
 
@@ -57,17 +56,19 @@ def test_the_sweep_leaves_a_run_that_can_be_taken_over_to_a_takeover(thread):
     assert expired_lease_sweep() == 0
     assert Run.objects.get(id=run.id).status == Run.Status.STREAMING
     # One that cannot be taken over (no stored request: an AG-UI run, or one from before takeovers) is failed.
-    Run.objects.filter(id=run.id).update(resume=None)
-    assert expired_lease_sweep() == 1
+    # In the test's own transaction: the session's server process sweeps this database too, every tick.
+    with transaction.atomic():
+        Run.objects.filter(id=run.id).update(resume=None)
+        assert expired_lease_sweep() == 1
     assert Run.objects.get(id=run.id).error_code == "RUN_LEASE_EXPIRED"
 
 
 def test_a_run_taken_over_as_often_as_the_limit_allows_is_not_taken_again(thread, settings):
     run = takeable(thread)
-    Run.objects.filter(id=run.id).update(takeover_count=settings.RUN_TAKEOVER_LIMIT)
-
-    assert takeover_claim(limit=5) == []
-    assert expired_lease_sweep() == 1
+    with transaction.atomic():  # as above: before the session server's sweep can see it
+        Run.objects.filter(id=run.id).update(takeover_count=settings.RUN_TAKEOVER_LIMIT)
+        assert takeover_claim(limit=5) == []
+        assert expired_lease_sweep() == 1
 
 
 def test_a_process_that_lost_its_run_to_another_writes_nothing(thread):

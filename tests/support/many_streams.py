@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable
 
 import httpx
+
+from tests.support.sse import aframes_of, data_of
 
 
 @dataclass
@@ -49,21 +50,17 @@ async def one_stream(client: httpx.AsyncClient, url: str, body: dict, overlap: O
             if response.status_code != 200:
                 result.error = (await response.aread()).decode(errors="replace")[:300]
                 return result
-            buffer = b""
-            async for chunk in response.aiter_bytes():
-                buffer += chunk
-                while b"\n\n" in buffer:
-                    frame, buffer = buffer.split(b"\n\n", 1)
-                    for line in frame.split(b"\n"):
-                        if line.startswith(b"data:"):
-                            event = json.loads(line[5:])
-                            result.events.append(event["type"])
-                            if event["type"] == "RUN_STARTED":
-                                result.run_started_after = time.perf_counter() - began
-                                overlap.enter()
-                                opened = True
-                            elif event["type"] == "TEXT_MESSAGE_CONTENT":
-                                result.text += event["delta"]
+            async for frame in aframes_of(response.aiter_bytes()):
+                event = data_of(frame)
+                if event is None:
+                    continue
+                result.events.append(event["type"])
+                if event["type"] == "RUN_STARTED":
+                    result.run_started_after = time.perf_counter() - began
+                    overlap.enter()
+                    opened = True
+                elif event["type"] == "TEXT_MESSAGE_CONTENT":
+                    result.text += event["delta"]
     except httpx.HTTPError as exc:
         result.error = f"{type(exc).__name__}: {exc}"
     finally:
