@@ -439,7 +439,10 @@ class _Handler(BaseHTTPRequestHandler):
         """`reply`'s trickle until the client leaves (raises _EndAnswer) or the server stops."""
         while True:
             self._wait(reply.every, record)
-            send_text() if reply.text else send_nothing()
+            if reply.text:
+                send_text()
+            else:
+                send_nothing()
             self.wfile.flush()
 
     def _trickle_body(self, reply: Trickle, record: RecordedRequest) -> None:
