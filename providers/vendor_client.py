@@ -70,8 +70,8 @@ async def stream_folded(opening: Any, *, api_error: type[BaseException], to_mode
     A refusal before the stream began (`api_error`) is raised as `to_model_error(exc, started=False)`,
     the original chained; what goes wrong later is the fold's and the reader's to say, and is marked
     `accepted` (the vendor had the request). Each wait for the vendor ends by `deadlines`
-    (providers/deadline.py): the first delta, the gap to the next, the whole step. Only the waits are
-    timed, never the caller's time between deltas.
+    (providers/deadline.py): the first delta, the gap to the next (counted from when reading resumes,
+    so the caller's own time with a delta is not the vendor's), the whole step.
     """
     clock = StreamClock(deadlines)
     timer = asyncio.timeout_at(clock.wait_until())
