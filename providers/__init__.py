@@ -8,6 +8,7 @@ from functools import lru_cache
 from django.conf import settings
 
 from providers.base import Endpoint, Provider
+from providers.deadline import Deadlines
 
 PROVIDERS = ("openai", "anthropic", "offline", "agent")
 
@@ -22,6 +23,12 @@ def default_endpoint(name: str | None = None) -> Endpoint:
         return Endpoint("anthropic", settings.ANTHROPIC_BASE_URL, settings.ANTHROPIC_API_KEY or None,
                         settings.OPENAI_TIMEOUT)
     return Endpoint(name)
+
+
+def model_deadlines() -> Deadlines:
+    """How long a vendor call may take in total (providers/deadline.py), from the environment."""
+    return Deadlines(call=settings.MODEL_CALL_DEADLINE, idle=settings.MODEL_IDLE_SECONDS,
+                     stream=settings.MODEL_STREAM_DEADLINE)
 
 
 def get_provider(name: str | None = None) -> Provider:
@@ -60,12 +67,14 @@ def _provider_for(endpoint: Endpoint) -> Provider:
         from providers.openai_provider import OpenAIProvider
 
         return OpenAIProvider(api_key=endpoint.api_key or "not-needed", base_url=endpoint.base_url,
-                              default_model=settings.OPENAI_MODEL, timeout=endpoint.timeout)
+                              default_model=settings.OPENAI_MODEL, timeout=endpoint.timeout,
+                              deadlines=model_deadlines())
     if endpoint.provider == "anthropic":
         from providers.anthropic_provider import AnthropicProvider
 
         return AnthropicProvider(api_key=endpoint.api_key or "not-needed", base_url=endpoint.base_url,
-                                 default_model=settings.ANTHROPIC_MODEL, timeout=endpoint.timeout)
+                                 default_model=settings.ANTHROPIC_MODEL, timeout=endpoint.timeout,
+                                 deadlines=model_deadlines())
     if endpoint.provider == "agent":
         from providers.agent_provider import AgentProvider
 

@@ -21,6 +21,7 @@ from providers.base import (Completion, Delta, ModelError, ModelRequest, Reasoni
 from providers.openai_provider import (_TIMEOUTS, _TRANSPORT_ERRORS, MSG_CONNECTION_LOST, MSG_INCOMPLETE,
                                        MSG_RATE_LIMITED, MSG_STREAM_ERROR, MSG_TIMEOUT, MSG_UNREADABLE,
                                        sdk_model_error, sse_payloads)
+from providers.deadline import within_call_deadline
 from providers.vendor_client import VendorProvider, stream_folded
 
 _STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop", "max_tokens": "length",
@@ -42,18 +43,19 @@ class AnthropicProvider(VendorProvider):
         opening = self._client().messages.with_streaming_response.create(**params, stream=True)
         # aclosing: closing this generator closes the template's at once, and with it the response.
         async with aclosing(stream_folded(opening, api_error=anthropic.APIError, to_model_error=model_error,
-                                          read=_events, fold=_EventFold())) as deltas:
+                                          read=_events, fold=_EventFold(), deadlines=self.deadlines)) as deltas:
             async for delta in deltas:
                 yield delta
 
     async def complete(self, request: ModelRequest) -> Completion:
-        """One non-streamed answer (no tools); the same error mapping as `stream`."""
+        """One non-streamed answer (no tools); the same error mapping as `stream`, within the whole-call
+        deadline (providers/deadline.py)."""
         params = messages_params(ModelRequest(messages=request.messages, model=request.model,
                                               max_tokens=request.max_tokens, temperature=request.temperature,
                                               parameters=request.parameters),
                                  default_model=self.default_model)
         try:
-            message = await self._client().messages.create(**params)
+            message = await within_call_deadline(self._client().messages.create(**params), self.deadlines)
         except anthropic.APIError as exc:
             raise model_error(exc, started=False) from exc
         except ValueError as exc:

@@ -192,16 +192,21 @@ class ModelError(Exception):
     `code` is one of LLM_RATE_LIMITED, LLM_CLIENT_ERROR, LLM_SERVER_ERROR (docs/protocol.md#the-event-stream),
     MISSING_ENV_VARIABLE (a key's `env:` variable is not set; the message names it, never a value), or an
     agent's AGENT_UNREACHABLE, AGENT_TIMEOUT, AGENT_ERROR, AGENT_REJECTED (docs/models.md#agents).
+
+    `accepted`: the vendor had taken the request (its answer had begun, or it held the call past a
+    deadline) when the call failed, so the prompt it read is charged by estimate even with no delta
+    shown; a call refused before that (a 4xx/5xx, a missing key, no connection) is charged nothing.
     """
 
     def __init__(self, code: str, message: str, *, retryable: bool, status: int | None = None,
-                 retry_after: float | None = None):
+                 retry_after: float | None = None, accepted: bool = False):
         super().__init__(message)
         self.code = code
         self.message = message
         self.retryable = retryable
         self.status = status
         self.retry_after = retry_after
+        self.accepted = accepted
 
     @property
     def category(self) -> str:

@@ -14,6 +14,7 @@ import orjson
 from clientsdk.retry_after import retry_after_seconds
 from providers.base import (Completion, Delta, ModelError, ModelRequest, ModelTool, ReasoningDelta, StepEnd,
                             TextDelta, ToolCallDelta)
+from providers.deadline import MSG_TIMEOUT, within_call_deadline
 from providers.vendor_client import VendorProvider, stream_folded
 
 _TOOL_CHOICE_WORDS = ("auto", "required", "none")
@@ -44,7 +45,6 @@ MSG_RATE_LIMITED = "The model provider is rate limiting requests."
 MSG_BAD_CREDENTIALS = "The model provider rejected the configured credentials."
 MSG_REJECTED = "The model provider rejected the request."
 MSG_SERVER_ERROR = "The model provider failed to answer."
-MSG_TIMEOUT = "The model provider did not answer in time."
 MSG_UNREACHABLE = "The model provider could not be reached."
 MSG_CONNECTION_LOST = "The connection to the model provider was lost."
 MSG_STREAM_ERROR = "The model provider reported an error while answering."
@@ -72,15 +72,16 @@ class OpenAIProvider(VendorProvider):
         opening = self._client().chat.completions.with_streaming_response.create(**params)
         # aclosing: closing this generator closes the template's at once, and with it the response.
         async with aclosing(stream_folded(opening, api_error=openai.APIError, to_model_error=model_error,
-                                          read=_chunks, fold=_StepFold())) as deltas:
+                                          read=_chunks, fold=_StepFold(), deadlines=self.deadlines)) as deltas:
             async for delta in deltas:
                 yield delta
 
     async def complete(self, request: ModelRequest) -> Completion:
-        """One non-streamed answer; the same error mapping and timeout as `stream`."""
+        """One non-streamed answer; the same error mapping and timeout as `stream`, within the
+        whole-call deadline (providers/deadline.py)."""
         try:
-            response = await self._client().chat.completions.create(
-                **completion_params(request, default_model=self.default_model))
+            response = await within_call_deadline(self._client().chat.completions.create(
+                **completion_params(request, default_model=self.default_model)), self.deadlines)
         except openai.APIError as exc:
             raise model_error(exc, started=False) from exc
         except ValueError as exc:  # a body that is not JSON

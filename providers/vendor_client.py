@@ -4,7 +4,8 @@ A client's pooled connections belong to the loop that opened them, and Django ma
 more than one loop (async_to_sync starts fresh ones), so each loop gets a client of its own. Retries
 are the caller's decision (it knows whether output was already shown), so a subclass makes its
 client with the SDK's own retries off. Both SDKs' clients read through aiohttp
-(providers/aiohttp_transport.py): `_http_client`. This module does not import Django.
+(providers/aiohttp_transport.py): `_http_client`. The client's timeout is per read; a call's total is
+bounded by its `deadlines` (providers/deadline.py). This module does not import Django.
 """
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import weakref
 from typing import Any, AsyncIterator, Callable
 
 from providers.aiohttp_transport import AiohttpClient
+from providers.base import ModelError
+from providers.deadline import Deadlines, StreamClock
 
 
 class VendorProvider:
@@ -20,11 +23,13 @@ class VendorProvider:
 
     name = "vendor"
 
-    def __init__(self, *, api_key: str, base_url: str | None, default_model: str, timeout: float = 60.0):
+    def __init__(self, *, api_key: str, base_url: str | None, default_model: str, timeout: float = 60.0,
+                 deadlines: Deadlines = Deadlines()):
         self._api_key = api_key
         self._base_url = base_url
         self.default_model = default_model
         self.timeout = timeout
+        self.deadlines = deadlines
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
 
     def __repr__(self) -> str:
@@ -55,23 +60,52 @@ class VendorProvider:
 
 
 async def stream_folded(opening: Any, *, api_error: type[BaseException], to_model_error: Callable[..., Exception],
-                        read: Callable[[AsyncIterator[bytes]], AsyncIterator[Any]], fold: Any) -> AsyncIterator[Any]:
+                        read: Callable[[AsyncIterator[bytes]], AsyncIterator[Any]], fold: Any,
+                        deadlines: Deadlines = Deadlines()) -> AsyncIterator[Any]:
     """The body of a vendor provider's `stream`: open the SDK's streaming response (`opening`, its
     `with_streaming_response.create(...)`), read its raw bytes into the vendor's items (`read`: chunks
     or events), fold each into deltas (`fold.feed(item)`, then `fold.end()`, the StepEnd), and close
     the response whatever happens, so closing the generator drops the connection mid-answer.
 
     A refusal before the stream began (`api_error`) is raised as `to_model_error(exc, started=False)`,
-    the original chained; what goes wrong later is the fold's and the reader's to say.
+    the original chained; what goes wrong later is the fold's and the reader's to say, and is marked
+    `accepted` (the vendor had the request). Each wait for the vendor ends by `deadlines`
+    (providers/deadline.py): the first delta, the gap to the next (counted from when reading resumes,
+    so the caller's own time with a delta is not the vendor's), the whole step.
     """
+    clock = StreamClock(deadlines)
+    timer = asyncio.timeout_at(clock.wait_until())
     try:
-        response = await opening.__aenter__()
+        async with timer:
+            response = await opening.__aenter__()
     except api_error as exc:
         raise to_model_error(exc, started=False) from exc
+    except TimeoutError as exc:
+        if not timer.expired():
+            raise
+        raise clock.error() from exc
+    items = read(response.http_response.aiter_bytes())
     try:
-        async for item in read(response.http_response.aiter_bytes()):
-            for delta in fold.feed(item):
+        while True:
+            timer = asyncio.timeout_at(clock.wait_until())
+            try:
+                async with timer:
+                    item = await anext(items)
+            except StopAsyncIteration:
+                break
+            except TimeoutError as exc:
+                if not timer.expired():
+                    raise
+                raise clock.error() from exc
+            deltas = fold.feed(item)
+            for delta in deltas:
                 yield delta
+            if deltas:
+                clock.delivered()
         yield fold.end()
+    except ModelError as exc:
+        exc.accepted = True
+        raise
     finally:
+        await items.aclose()
         await opening.__aexit__(None, None, None)

@@ -257,9 +257,10 @@ async def _model_step(step: Step, messages: list[dict], started: StartedRun, pro
                     meter.mark_first_output()  # the time to first token: once per run, one test per delta after
                 for event in step.on_delta(delta):
                     yield event
-    except ModelError:
-        # Refused before a byte came back (a 4xx/5xx, a missing key): nothing to charge.
-        refused = tally.deltas == 0
+    except ModelError as exc:
+        # Refused before the vendor took it (a 4xx/5xx, a missing key): nothing to charge. One it took
+        # and then failed or held past a deadline (providers/deadline.py) is charged the prompt it read.
+        refused = tally.deltas == 0 and not exc.accepted
         raise
     finally:
         # Which model answered (and the fallbacks on the way) is stored with how the run ends.

@@ -333,6 +333,12 @@ OPENAI_API_KEY = env.str("OPENAI_API_KEY", default="")
 OPENAI_BASE_URL = env.str("OPENAI_BASE_URL", default="") or None
 OPENAI_MODEL = env.str("OPENAI_MODEL", default="gpt-4o-mini")
 OPENAI_TIMEOUT = env.float("OPENAI_TIMEOUT", default=60.0)
+# OPENAI_TIMEOUT is per read, which a vendor sending a byte now and then resets forever; these bound a
+# vendor call in total (providers/deadline.py): a non-streamed call whole, and a streamed step's first
+# delta; the longest gap between a streamed step's deltas; a streamed step whole (0: no limit).
+MODEL_CALL_DEADLINE = env.float("MODEL_CALL_DEADLINE", default=120.0)
+MODEL_IDLE_SECONDS = env.float("MODEL_IDLE_SECONDS", default=60.0)
+MODEL_STREAM_DEADLINE = env.float("MODEL_STREAM_DEADLINE", default=1800.0)
 # The native Anthropic provider's server-wide default (docs/models.md); projects name their own.
 ANTHROPIC_API_KEY = env.str("ANTHROPIC_API_KEY", default="")
 ANTHROPIC_BASE_URL = env.str("ANTHROPIC_BASE_URL", default="") or None

@@ -48,7 +48,7 @@ async def metered(deltas: AsyncIterator[Delta], *, project, user_key: str, kind:
             yield delta
     except ModelError as exc:
         outcome, code = Usage.Outcome.FAILED, exc.code
-        refused = tally.deltas == 0
+        refused = tally.deltas == 0 and not exc.accepted  # ModelError.accepted: the vendor read the prompt
         raise
     finally:
         await deltas.aclose()
@@ -97,6 +97,9 @@ async def complete_metered(models: Provider | ModelChain, request: ModelRequest,
         return completion
     except ModelError as exc:
         outcome, code = Usage.Outcome.FAILED, exc.code
+        if exc.accepted:
+            # Held past its deadline (providers/deadline.py): the prompt the vendor read is charged.
+            usage = CallTally(request.messages).usage()
         raise
     finally:
         model, provider = _answering(models, request)
@@ -165,6 +168,9 @@ async def model_complete(request: ModelRequest, *, project, user_key: str | None
         else:
             completion = await get_provider().complete(request)
     except ModelError as exc:
+        if exc.accepted:  # the prompt the vendor read counts against the budgets, as the usage row has it
+            await db_call(limits.call_record, project=project, user_key=user_key,
+                          usage=CallTally(request.messages).usage())
         raise model_problem(exc) from exc
     await db_call(limits.call_record, project=project, user_key=user_key, usage=completion.usage)
     return completion

@@ -11,7 +11,7 @@ from tests.assist.conftest import DATA_CARD
 from tests.assist.test_generate_name import generate_name
 from tests.assist.test_suggestions import generate, v1_path
 from tests.conftest import Api
-from tests.support.fake_openai import HTTPError, Stall, Text
+from tests.support.fake_openai import HTTPError, Stall, Text, Trickle
 from tests.support.fixtures_openai import Vendor, fake, vendor  # noqa: F401 - fixtures
 from tests.support.live import LiveServer, openai_live_server
 from tests.support.problems import assert_problem
@@ -29,9 +29,10 @@ IDEAS = {"suggestions": [
 
 @pytest.fixture(scope="module")
 def openai_server(vendor, django_db_setup, django_db_blocker) -> Iterator[LiveServer]:
-    # A short timeout, so the test of a vendor that never answers ends soon.
+    # A short timeout, so the test of a vendor that never answers ends soon; a short whole-call deadline,
+    # so does the one of a vendor that trickles its answer (providers/deadline.py).
     with openai_live_server("assist-openai", vendor.base_url, VENDOR_KEY, OPENAI_MODEL="fake-default",
-                       OPENAI_TIMEOUT="2") as server:
+                       OPENAI_TIMEOUT="2", MODEL_CALL_DEADLINE="3") as server:
         yield server
 
 
@@ -147,6 +148,8 @@ def test_two_replies_that_do_not_validate_are_a_bad_gateway_and_keep_the_earlier
     (HTTPError(400), 502, "LLM_CLIENT_ERROR", False),
     (HTTPError(503), 502, "LLM_SERVER_ERROR", True),
     (Stall(seconds=30), 502, "LLM_SERVER_ERROR", True),
+    # One space of the body every 0.5 s resets the 2 s per-read timeout; the whole-call deadline ends it.
+    (Trickle(every=0.5), 502, "LLM_SERVER_ERROR", True),
 ])
 def test_model_errors_are_the_run_codes_as_problems(api, fake, chat, reply, status, code, retryable):
     thread, answer = chat
@@ -161,6 +164,8 @@ def test_model_errors_are_the_run_codes_as_problems(api, fake, chat, reply, stat
         # The SDKs retry 5xx answers unless told not to.
         assert response.headers.get("x-should-retry") == (None if retryable else "false")
         assert VENDOR_KEY not in response.text and "Fake upstream" not in response.text
+        if isinstance(reply, (Stall, Trickle)):
+            assert body["detail"] == "The model provider did not answer in time."
     if status == 429:
         assert name.headers["Retry-After"] == "7"
         assert ideas.json()["retryAfter"] == 7

@@ -1,7 +1,7 @@
 """A scripted Anthropic Messages server for tests, next to the OpenAI-compatible one.
 
 The same machinery, replies and records as tests/support/fake_openai.py (`Text`, `ToolCalls`,
-`HTTPError`, `Drop`, `Stall`, `StreamError`; `requests`, `api_key` from `x-api-key`), speaking
+`HTTPError`, `Drop`, `Stall`, `Trickle`, `StreamError`; `requests`, `api_key` from `x-api-key`), speaking
 `POST /v1/messages` as the official `anthropic` client reads it: streamed (message_start,
 content_block_start/delta/stop with text_delta, input_json_delta and thinking_delta, message_delta
 with the stop reason and usage, message_stop) and whole. A reply's `reasoning` becomes one thinking
@@ -25,7 +25,7 @@ import json
 from typing import Any
 
 from tests.support.fake_openai import (Drop, FakeOpenAI, HTTPError, Raw, RecordedRequest, Reply, Stall,
-                                       StreamError, Text, ToolCalls, _EndAnswer, _Handler, honour_stop)
+                                       StreamError, Text, ToolCalls, Trickle, _EndAnswer, _Handler, honour_stop)
 
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
                 404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error", 529: "overloaded_error"}
@@ -164,8 +164,8 @@ class _AnthropicHandler(_Handler):
         return (record.body or {}).get("model") or "fake-claude"
 
     def _whole_message(self, reply: Reply, record: RecordedRequest) -> None:
-        if isinstance(reply, (Stall, Drop, StreamError)):
-            return self._answer_whole(reply, record)  # the OpenAI fake's stall, drop and 500
+        if isinstance(reply, (Stall, Drop, Trickle, StreamError)):
+            return self._answer_whole(reply, record)  # the OpenAI fake's stall, drop, trickle and 500
         events = stream_events(reply, self._model(record))
         content: list[dict[str, Any]] = []
         for event in events:
@@ -196,11 +196,15 @@ class _AnthropicHandler(_Handler):
         self.send_header("request-id", "req_fake")
         self.send_header("Connection", "close")
         self.end_headers()
-        prefix = reply.after if isinstance(reply, (Drop, Stall, StreamError)) else reply
+        prefix = reply.after if isinstance(reply, (Drop, Stall, Trickle, StreamError)) else reply
         if not isinstance(prefix, (Text, ToolCalls)):
             prefix = Text(tuple(prefix), finish_reason=None)
         events = stream_events(prefix, self._model(record))
-        if isinstance(reply, (Drop, Stall, StreamError)) and events[-1]["type"] == "content_block_stop":
+        if isinstance(reply, Trickle) and reply.text and events[-1]["type"] != "content_block_stop":
+            # Nothing shown yet: the trickled text opens its block.
+            events.append({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
+            events.append({"type": "content_block_stop", "index": 0})
+        if isinstance(reply, (Drop, Stall, Trickle, StreamError)) and events[-1]["type"] == "content_block_stop":
             events.pop()  # cut inside the last block, as a real failure mid-answer would
         for position, event in enumerate(events):
             if position and prefix.delay:
@@ -211,6 +215,12 @@ class _AnthropicHandler(_Handler):
         if isinstance(reply, Stall):
             self._wait(reply.seconds, record)
             raise _EndAnswer
+        if isinstance(reply, Trickle):
+            # Into the block left open above; pings are what Anthropic sends while it works.
+            index = events[-1].get("index", 0)
+            self._trickle(reply, record, lambda: self._send_named({
+                "type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": reply.text}}),
+                lambda: self._send_named({"type": "ping"}))
         if isinstance(reply, StreamError):
             self._send_named(anthropic_error(529, reply.message) | {"type": "error"})
         elif reply.finish_reason is not None:

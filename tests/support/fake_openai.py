@@ -11,6 +11,7 @@ Tests enqueue one reply per request and assert on what the server received:
             HTTPError(429, retry_after=3),
             Drop(after=["partial"]),
             Stall(after=["thinking"]),
+            Trickle(after=["thinking"], every=1.0),
         )
         ...  # point a client at fake.base_url
         fake.requests[0].body["model"], fake.requests[0].api_key
@@ -134,6 +135,19 @@ class Stall:
 
 
 @dataclass(frozen=True)
+class Trickle:
+    """Stream the content of `after`, then never finish: every `every` seconds one SSE comment (the
+    Anthropic fake: a `ping` event), or with `text` one more text delta of it (a stream that never
+    ends). A whole (not streamed) answer sends its headers, then one space of its body every `every`
+    seconds. Each byte resets a per-read timeout; the trickle ends when the client leaves or the
+    server stops."""
+
+    after: Prefix = ()
+    every: float = 1.0
+    text: str | None = None
+
+
+@dataclass(frozen=True)
 class StreamError:
     """Stream the content of `after`, then an in-stream `data: {"error": ...}` event and [DONE]."""
 
@@ -150,7 +164,7 @@ class Raw:
     content_type: str = "text/html"
 
 
-Reply = Union[Text, ToolCalls, HTTPError, Drop, Stall, StreamError, Raw]
+Reply = Union[Text, ToolCalls, HTTPError, Drop, Stall, Trickle, StreamError, Raw]
 
 
 def honour_stop(reply: Any, stop: Any) -> Any:
@@ -351,6 +365,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _answer_whole(self, reply: Reply, record: RecordedRequest) -> None:
+        if isinstance(reply, Trickle):
+            self._trickle_body(reply, record)
         if isinstance(reply, Stall):
             self._wait(reply.seconds, record)
             raise _EndAnswer  # Nothing was answered; close like a server that gave up.
@@ -390,7 +406,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Connection", "close")
         self.end_headers()
         envelope = self._envelope(record, "chat.completion.chunk")
-        prefix = reply.after if isinstance(reply, (Drop, Stall, StreamError)) else reply
+        prefix = reply.after if isinstance(reply, (Drop, Stall, Trickle, StreamError)) else reply
         delay = prefix.delay if isinstance(prefix, (Text, ToolCalls)) else 0.0
         deltas = content_deltas(prefix)
         for position, delta in enumerate(deltas):
@@ -403,6 +419,10 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(reply, Stall):
             self._wait(reply.seconds, record)
             raise _EndAnswer  # Close without finishing the body, like a server that gave up.
+        if isinstance(reply, Trickle):
+            self._trickle(reply, record, lambda: self._send_event({**envelope, "choices": [
+                {"index": 0, "delta": {"content": reply.text}, "finish_reason": None, "logprobs": None}]}),
+                lambda: self._send_chunk(b": still here\n\n"))
         if isinstance(reply, StreamError):
             self._send_event(error_body(500, reply.message))
         else:
@@ -414,6 +434,25 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_event({**envelope, "choices": [], "usage": _usage(reply, deltas)})
         self._send_chunk(b"data: [DONE]\n\n")
         self._send_chunk(b"")
+
+    def _trickle(self, reply: Trickle, record: RecordedRequest, send_text: Any, send_nothing: Any) -> None:
+        """`reply`'s trickle until the client leaves (raises _EndAnswer) or the server stops."""
+        while True:
+            self._wait(reply.every, record)
+            if reply.text:
+                send_text()
+            else:
+                send_nothing()
+            self.wfile.flush()
+
+    def _trickle_body(self, reply: Trickle, record: RecordedRequest) -> None:
+        """A whole answer's headers, then one space of its body at a time, never finished."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self._trickle(reply, record, lambda: self._send_chunk(b" "), lambda: self._send_chunk(b" "))
 
     def _send_event(self, payload: dict[str, Any]) -> None:
         self._send_chunk(b"data: " + json.dumps(payload).encode() + b"\n\n")
