@@ -12,7 +12,11 @@ event stream comes back and is folded into the deltas every provider yields (`Ag
 - a call of the agent's own tools is the agent's business: it ran them itself, so they are not
   shown as the app's calls (their cost is in the usage the agent reports);
 - RUN_FINISHED ends the step with the agent's usage when it reports any (AG-UI's `usage`), else the
-  loop charges its estimate (providers/usage_estimate.py).
+  loop charges its estimate (providers/usage_estimate.py);
+- STATE_SNAPSHOT and STATE_DELTA (JSON Patch) change the state the agent was sent; the state it ends
+  with goes out on the StepEnd, and the loop stores it as the thread's (sent on the next call), without
+  `messages` and `tools`: those are RunAgentInput's own fields, which this server fills from the thread
+  and the run (ag-ui-langgraph's snapshots carry both, and it offers a state's `tools` again).
 
 Failures are ModelErrors with fixed, safe sentences: AGENT_UNREACHABLE (no connection), AGENT_TIMEOUT
 (the agent stayed silent for the endpoint's timeout), AGENT_REJECTED (a 4xx), AGENT_ERROR (a 5xx,
@@ -31,6 +35,7 @@ from dataclasses import replace
 from typing import Any, AsyncIterator
 
 import httpx
+import jsonpatch
 from ag_ui.core import (AssistantMessage, Event, EventType, FunctionCall, RunAgentInput, SystemMessage, Tool,
                         ToolCall, ToolMessage, UserMessage)
 from pydantic import TypeAdapter, ValidationError
@@ -47,6 +52,9 @@ MSG_FAILED = "The agent failed to answer."
 MSG_REPORTED = "The agent reported an error while answering."
 MSG_CUT = "The connection to the agent was lost before it finished."
 MSG_UNREADABLE = "The agent sent something that is not an AG-UI event stream."
+MSG_BAD_STATE = "The agent sent a state change that does not apply to its state."
+# What an agent's state may hold that the input carries in fields of its own, never kept as state.
+INPUT_KEYS = ("messages", "tools")
 
 _EVENT = TypeAdapter(Event)
 
@@ -84,7 +92,7 @@ class AgentProvider:
         """One AG-UI run of the agent as deltas, ending with StepEnd; raises ModelError on failure."""
         body = agent_input(request).model_dump_json(by_alias=True, exclude_none=True)
         headers = {**self.headers, "Content-Type": "application/json", "Accept": "text/event-stream"}
-        fold = AgentFold([tool.name for tool in request.tools])
+        fold = AgentFold([tool.name for tool in request.tools], state=_sent_state(request))
         started = False
         client = self._client()
         try:
@@ -145,9 +153,10 @@ class AgentFold:
     """AG-UI events of one agent run → deltas. Pure: no I/O, so each rule is easy to test alone.
 
     `offered` are the tool names of the request: calls of those are the app's (ToolCallDelta); any
-    other call is the agent's own and stays inside it."""
+    other call is the agent's own and stays inside it. `state` is the state the agent was sent, which
+    its STATE_DELTA events patch."""
 
-    def __init__(self, offered: list[str]):
+    def __init__(self, offered: list[str], state: Any = None):
         self._offered = set(offered)
         self._calls: dict[str, int] = {}  # the app's calls: AG-UI id → delta index
         self._own: set[str] = set()  # the agent's own calls' ids
@@ -158,6 +167,8 @@ class AgentFold:
         self._reasoning_blocks: dict[str, int] = {}
         self.finished = False
         self.usage: dict[str, int] | None = None
+        self.state = state
+        self.state_reported = False
 
     def feed(self, event: Any) -> list[Delta]:
         kind = event.type
@@ -170,12 +181,18 @@ class AgentFold:
         if kind in (EventType.REASONING_MESSAGE_START, EventType.REASONING_MESSAGE_CONTENT,
                     EventType.REASONING_MESSAGE_CHUNK):
             return self._reasoning(getattr(event, "message_id", None), getattr(event, "delta", None) or "")
+        if kind == EventType.STATE_SNAPSHOT:
+            self.state, self.state_reported = event.snapshot, True
+            return []
+        if kind == EventType.STATE_DELTA:
+            self._patch_state(event.delta)
+            return []
         if kind == EventType.RUN_ERROR:
             raise ModelError("AGENT_ERROR", MSG_REPORTED, retryable=True)
         if kind == EventType.RUN_FINISHED:
             self.finished = True
             self.usage = usage_of(event.usage)
-        # Everything else (RUN_STARTED, STEP_*, STATE_*, MESSAGES_SNAPSHOT, TOOL_CALL_END and _RESULT,
+        # Everything else (RUN_STARTED, STEP_*, MESSAGES_SNAPSHOT, TOOL_CALL_END and _RESULT,
         # the *_END events, CUSTOM, RAW, activity and sub-agent events) changes nothing the app is shown.
         return []
 
@@ -216,11 +233,35 @@ class AgentFold:
         block = self._reasoning_blocks.setdefault(message_id or "", len(self._reasoning_blocks))
         return [ReasoningDelta(text, block)] if text else []
 
+    def _patch_state(self, patch: list[Any]) -> None:
+        # ag_ui.core reads the operations into models of its own; jsonpatch reads RFC 6902's objects.
+        patch = [op.model_dump(mode="json", by_alias=True, exclude_unset=True) if hasattr(op, "model_dump") else op
+                 for op in patch]
+        # Changes of the input's own keys are not state (INPUT_KEYS); the agent was not sent them.
+        patch = [op for op in patch
+                 if not (isinstance(op, dict) and (_input_key_path(op.get("path")) or _input_key_path(op.get("from"))))]
+        try:
+            self.state = jsonpatch.apply_patch(self.state if self.state is not None else {}, patch)
+        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError) as exc:
+            # A patch that does not apply to the state it was meant for: the agent's state is not what
+            # it believes, so storing a guess would be worse than failing.
+            raise ModelError("AGENT_ERROR", MSG_BAD_STATE, retryable=True) from exc
+        self.state_reported = True
+
     def end(self) -> StepEnd:
         if not self.finished:
             # The body ended cleanly without RUN_FINISHED: the agent stopped half-way.
             raise ModelError("AGENT_ERROR", MSG_CUT, retryable=True)
-        return StepEnd(finish_reason="tool_calls" if self._calls else "stop", usage=self.usage)
+        state = self.state
+        if isinstance(state, dict):
+            state = {key: value for key, value in state.items() if key not in INPUT_KEYS}
+        return StepEnd(finish_reason="tool_calls" if self._calls else "stop", usage=self.usage,
+                       state=state, state_reported=self.state_reported)
+
+
+def _input_key_path(path: Any) -> bool:
+    parts = path.split("/") if isinstance(path, str) else []
+    return len(parts) > 1 and parts[1] in INPUT_KEYS
 
 
 def usage_of(entries: list[Any] | None) -> dict[str, int] | None:
@@ -248,13 +289,18 @@ def agent_input(request: ModelRequest) -> RunAgentInput:
         # Each call of the agent is one AG-UI run of its own (a run of ours may call it several times).
         run_id=new_id("run"),
         parent_run_id=run.run_id if run else None,
-        state=run.state if run and run.state is not None else {},
+        state=_sent_state(request),
         messages=agent_messages(request.messages),
         tools=[Tool(name=tool.name, description=tool.description, parameters=tool.parameters)
                for tool in request.tools],
         context=[],
         forwarded_props={},
     )
+
+
+def _sent_state(request: ModelRequest) -> Any:
+    run = request.run
+    return run.state if run and run.state is not None else {}
 
 
 def agent_messages(messages: list[dict[str, Any]]) -> list[Any]:
