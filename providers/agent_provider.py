@@ -107,9 +107,7 @@ class AgentProvider:
                     if fold.finished:
                         break  # nothing after RUN_FINISHED is read
             finally:
-                # Shielded: a run's cancel may cancel this task twice (runs/control.py), and a second
-                # cancel inside the close would leave the connection, and the agent's run, open.
-                await asyncio.shield(response.aclose())
+                await _close(response)
             yield fold.end()
         except httpx.TimeoutException as exc:
             raise ModelError("AGENT_TIMEOUT", MSG_TIMEOUT, retryable=True) from exc
@@ -122,13 +120,43 @@ class AgentProvider:
         its text joined. The same errors as `stream`."""
         texts: list[str] = []
         usage = None
-        async with aclosing(self.stream(replace(request, tools=[], tool_choice=None))) as deltas:
+        task = replace(request, messages=instructions_inline(request.messages), tools=[], tool_choice=None)
+        async with aclosing(self.stream(task)) as deltas:
             async for delta in deltas:
                 if isinstance(delta, TextDelta):
                     texts.append(delta.text)
                 elif isinstance(delta, StepEnd):
                     usage = delta.usage
         return Completion(text="".join(texts), usage=usage)
+
+
+_closing: set[asyncio.Task] = set()
+
+
+async def _close(response: httpx.Response) -> None:
+    """Closes the response, which drops the connection and so the agent's run. Shielded: a run's cancel
+    may cancel this task twice (runs/control.py), and a second cancel inside the close would leave the
+    connection open. The close is a task of its own, held here until it ends: the event loop keeps
+    only weak references to tasks, and a shielded one nobody awaits any more could be collected
+    half-way, leaving the agent streaming to nobody."""
+    task = asyncio.ensure_future(response.aclose())
+    _closing.add(task)
+    task.add_done_callback(_closing.discard)
+    await asyncio.shield(task)
+
+
+def instructions_inline(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A side task's system prompt as the start of its first user turn. Agents do not let a caller's
+    system messages reach their model (PydanticAI's AG-UI adapter strips them, ag-ui-langgraph drops a
+    leading one): the task's instructions would be lost, and its answer (a title, JSON suggestions)
+    would be the agent's usual chat."""
+    system = "\n\n".join(_text_of(m.get("content")) for m in messages if m.get("role") == "system")
+    rest = [m for m in messages if m.get("role") != "system"]
+    for index, message in enumerate(rest):
+        if system and message.get("role") == "user":
+            rest[index] = {**message, "content": f"{system}\n\n{_text_of(message.get('content'))}"}
+            return rest
+    return messages
 
 
 def _check_response(response: httpx.Response) -> None:

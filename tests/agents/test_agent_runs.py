@@ -113,11 +113,11 @@ def start_a_long_answer(on_agent: Agent, api):
 
 
 def assert_the_agent_was_left(on_agent: Agent, before: dict[str, int]) -> None:
-    """The agent saw its request dropped (counted at its side), and so dropped its own model's call."""
+    """The agent saw its request dropped, counted at its side (what it does then is its own business:
+    ag-ui-langgraph lets its model's call run on)."""
     counts = on_agent.server.wait_counts(lambda c: c["disconnected"] > before["disconnected"])
     assert counts["disconnected"] == before["disconnected"] + 1, (before, counts)
     assert counts["started"] == before["started"] + 1 and counts["answered"] == before["answered"], (before, counts)
-    assert on_agent.fake.requests[-1].disconnected.wait(timeout=30), "the agent's model call went on"
 
 
 def test_a_cancel_ends_the_agents_run_frees_the_thread_and_drops_the_request_to_the_agent(on_agent: Agent, api):

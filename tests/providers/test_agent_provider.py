@@ -9,7 +9,7 @@ import pytest
 from ag_ui.core import (RunErrorEvent, RunFinishedEvent, StateDeltaEvent, StateSnapshotEvent,
                         TextMessageContentEvent, TextMessageStartEvent, TokenUsage, ToolCallArgsEvent, ToolCallResultEvent, ToolCallStartEvent)
 
-from providers.agent_provider import AgentFold, AgentProvider, agent_input
+from providers.agent_provider import AgentFold, AgentProvider, agent_input, instructions_inline
 from providers.base import (ModelError, ModelRequest, ModelTool, RunRef, StepEnd, TextDelta,
                             ToolCallDelta)
 
@@ -69,6 +69,15 @@ def test_the_agents_state_events_change_the_state_it_was_sent_and_end_the_step_w
         wrong.feed(StateDeltaEvent(delta=[{"op": "replace", "path": "/missing", "value": 1}]))
     assert (caught.value.code, caught.value.message) == (
         "AGENT_ERROR", "The agent sent a state change that does not apply to its state.")
+
+
+def test_a_side_tasks_instructions_start_its_user_turn_which_agents_do_not_strip():
+    task = [{"role": "system", "content": "You name conversations."},
+            {"role": "user", "content": "The conversation:\n\nUser: hello"}]
+    assert instructions_inline(task) == [
+        {"role": "user", "content": "You name conversations.\n\nThe conversation:\n\nUser: hello"}]
+    plain = [{"role": "user", "content": "hello"}]
+    assert instructions_inline(plain) == plain
 
 
 def test_the_input_carries_the_history_the_tools_and_the_state():

@@ -40,15 +40,15 @@ def anthropic_reply(body: dict[str, Any]) -> Text | ToolCalls:
 
 def openai_reply(body: dict[str, Any]) -> Text | ToolCalls:
     messages = [{**m, "content": _openai_text(m.get("content"))} for m in body.get("messages") or ()]
-    system = "\n".join(m["content"] for m in messages if m.get("role") == "system")
     conversation = [m for m in messages if m.get("role") != "system"]
     last = conversation[-1]["content"] if conversation else ""
-    # An agent may put instructions of its own before the task's: the task's are found anywhere.
-    if "You name conversations" in system:
+    # Through an agent a side task's instructions start its user turn (providers/agent_provider.py
+    # `instructions_inline`), after the agent's own system prompt.
+    if "You name conversations" in last:
         first = re.search(r"^User: (.*)$", last, re.MULTILINE)
         return Text(cut_at_word(first.group(1) if first else "", 40))
-    if "You suggest what the user" in system:
-        return Text(json.dumps({"suggestions": offline_suggestions(_suggestion_facts(system))}))
+    if "You suggest what the user" in last:
+        return Text(json.dumps({"suggestions": offline_suggestions(_suggestion_facts(last))}))
     tools = [_tool({"name": t["function"]["name"], "description": t["function"].get("description"),
                     "input_schema": t["function"].get("parameters")}) for t in body.get("tools") or ()]
     return asyncio.run(_offline_answer(ModelRequest(messages=messages, tools=tools)))
