@@ -29,6 +29,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
+import socket
 import weakref
 from contextlib import aclosing
 from dataclasses import replace
@@ -107,6 +109,8 @@ class AgentProvider:
                     if fold.finished:
                         break  # nothing after RUN_FINISHED is read
             finally:
+                if not fold.finished:
+                    _hang_up(response)
                 await _close(response)
             yield fold.end()
         except httpx.TimeoutException as exc:
@@ -131,6 +135,24 @@ class AgentProvider:
 
 
 _closing: set[asyncio.Task] = set()
+
+
+def _hang_up(response: httpx.Response) -> None:
+    """Ends the connection under a response left half-read (a cancel, a disconnect, an error) at once:
+    a FIN to the agent, whose server then stops its run. Closing the response alone is not enough
+    under uvloop (uvicorn's loop): the transport is marked closing, but the socket stays open, unread,
+    until the agent ends its answer (seen with `ss` under tests/agents/test_agent_runs.py's cancel).
+    The shutdown goes through a duplicate of the socket's descriptor (uvloop's transport sockets refuse
+    `shutdown()`); it ends the connection for both, and the close that follows releases the original."""
+    stream = response.extensions.get("network_stream")
+    sock = stream.get_extra_info("socket") if stream is not None else None
+    if sock is None:
+        return
+    try:
+        with socket.socket(fileno=os.dup(sock.fileno())) as duplicate:
+            duplicate.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # already gone
 
 
 async def _close(response: httpx.Response) -> None:
