@@ -12,7 +12,11 @@ event stream comes back and is folded into the deltas every provider yields (`Ag
 - a call of the agent's own tools is the agent's business: it ran them itself, so they are not
   shown as the app's calls (their cost is in the usage the agent reports);
 - RUN_FINISHED ends the step with the agent's usage when it reports any (AG-UI's `usage`), else the
-  loop charges its estimate (providers/usage_estimate.py).
+  loop charges its estimate (providers/usage_estimate.py);
+- STATE_SNAPSHOT and STATE_DELTA (JSON Patch) change the state the agent was sent; the state it ends
+  with goes out on the StepEnd, and the loop stores it as the thread's (sent on the next call), without
+  `messages` and `tools`: those are RunAgentInput's own fields, which this server fills from the thread
+  and the run (ag-ui-langgraph's snapshots carry both, and it offers a state's `tools` again).
 
 Failures are ModelErrors with fixed, safe sentences: AGENT_UNREACHABLE (no connection), AGENT_TIMEOUT
 (the agent stayed silent for the endpoint's timeout), AGENT_REJECTED (a 4xx), AGENT_ERROR (a 5xx,
@@ -25,12 +29,15 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
+import socket
 import weakref
 from contextlib import aclosing
 from dataclasses import replace
 from typing import Any, AsyncIterator
 
 import httpx
+import jsonpatch
 from ag_ui.core import (AssistantMessage, Event, EventType, FunctionCall, RunAgentInput, SystemMessage, Tool,
                         ToolCall, ToolMessage, UserMessage)
 from pydantic import TypeAdapter, ValidationError
@@ -47,6 +54,9 @@ MSG_FAILED = "The agent failed to answer."
 MSG_REPORTED = "The agent reported an error while answering."
 MSG_CUT = "The connection to the agent was lost before it finished."
 MSG_UNREADABLE = "The agent sent something that is not an AG-UI event stream."
+MSG_BAD_STATE = "The agent sent a state change that does not apply to its state."
+# What an agent's state may hold that the input carries in fields of its own, never kept as state.
+INPUT_KEYS = ("messages", "tools")
 
 _EVENT = TypeAdapter(Event)
 
@@ -84,7 +94,7 @@ class AgentProvider:
         """One AG-UI run of the agent as deltas, ending with StepEnd; raises ModelError on failure."""
         body = agent_input(request).model_dump_json(by_alias=True, exclude_none=True)
         headers = {**self.headers, "Content-Type": "application/json", "Accept": "text/event-stream"}
-        fold = AgentFold([tool.name for tool in request.tools])
+        fold = AgentFold([tool.name for tool in request.tools], state=_sent_state(request))
         started = False
         client = self._client()
         try:
@@ -99,9 +109,9 @@ class AgentProvider:
                     if fold.finished:
                         break  # nothing after RUN_FINISHED is read
             finally:
-                # Shielded: a run's cancel may cancel this task twice (runs/control.py), and a second
-                # cancel inside the close would leave the connection, and the agent's run, open.
-                await asyncio.shield(response.aclose())
+                if not fold.finished:
+                    _hang_up(response)
+                await _close(response)
             yield fold.end()
         except httpx.TimeoutException as exc:
             raise ModelError("AGENT_TIMEOUT", MSG_TIMEOUT, retryable=True) from exc
@@ -114,13 +124,61 @@ class AgentProvider:
         its text joined. The same errors as `stream`."""
         texts: list[str] = []
         usage = None
-        async with aclosing(self.stream(replace(request, tools=[], tool_choice=None))) as deltas:
+        task = replace(request, messages=instructions_inline(request.messages), tools=[], tool_choice=None)
+        async with aclosing(self.stream(task)) as deltas:
             async for delta in deltas:
                 if isinstance(delta, TextDelta):
                     texts.append(delta.text)
                 elif isinstance(delta, StepEnd):
                     usage = delta.usage
         return Completion(text="".join(texts), usage=usage)
+
+
+_closing: set[asyncio.Task] = set()
+
+
+def _hang_up(response: httpx.Response) -> None:
+    """Ends the connection under a response left half-read (a cancel, a disconnect, an error) at once:
+    a FIN to the agent, whose server then stops its run. Closing the response alone is not enough
+    under uvloop (uvicorn's loop): the transport is marked closing, but the socket stays open, unread,
+    until the agent ends its answer (seen with `ss` under tests/agents/test_agent_runs.py's cancel).
+    The shutdown goes through a duplicate of the socket's descriptor (uvloop's transport sockets refuse
+    `shutdown()`); it ends the connection for both, and the close that follows releases the original."""
+    stream = response.extensions.get("network_stream")
+    sock = stream.get_extra_info("socket") if stream is not None else None
+    if sock is None:
+        return
+    try:
+        with socket.socket(fileno=os.dup(sock.fileno())) as duplicate:
+            duplicate.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # already gone
+
+
+async def _close(response: httpx.Response) -> None:
+    """Closes the response, which drops the connection and so the agent's run. Shielded: a run's cancel
+    may cancel this task twice (runs/control.py), and a second cancel inside the close would leave the
+    connection open. The close is a task of its own, held here until it ends: the event loop keeps
+    only weak references to tasks, and a shielded one nobody awaits any more could be collected
+    half-way, leaving the agent streaming to nobody."""
+    task = asyncio.ensure_future(response.aclose())
+    _closing.add(task)
+    task.add_done_callback(_closing.discard)
+    await asyncio.shield(task)
+
+
+def instructions_inline(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A side task's system prompt as the start of its first user turn. Agents do not let a caller's
+    system messages reach their model (PydanticAI's AG-UI adapter strips them, ag-ui-langgraph drops a
+    leading one): the task's instructions would be lost, and its answer (a title, JSON suggestions)
+    would be the agent's usual chat."""
+    system = "\n\n".join(_text_of(m.get("content")) for m in messages if m.get("role") == "system")
+    rest = [m for m in messages if m.get("role") != "system"]
+    for index, message in enumerate(rest):
+        if system and message.get("role") == "user":
+            rest[index] = {**message, "content": f"{system}\n\n{_text_of(message.get('content'))}"}
+            return rest
+    return messages
 
 
 def _check_response(response: httpx.Response) -> None:
@@ -145,9 +203,10 @@ class AgentFold:
     """AG-UI events of one agent run → deltas. Pure: no I/O, so each rule is easy to test alone.
 
     `offered` are the tool names of the request: calls of those are the app's (ToolCallDelta); any
-    other call is the agent's own and stays inside it."""
+    other call is the agent's own and stays inside it. `state` is the state the agent was sent, which
+    its STATE_DELTA events patch."""
 
-    def __init__(self, offered: list[str]):
+    def __init__(self, offered: list[str], state: Any = None):
         self._offered = set(offered)
         self._calls: dict[str, int] = {}  # the app's calls: AG-UI id → delta index
         self._own: set[str] = set()  # the agent's own calls' ids
@@ -158,6 +217,8 @@ class AgentFold:
         self._reasoning_blocks: dict[str, int] = {}
         self.finished = False
         self.usage: dict[str, int] | None = None
+        self.state = state
+        self.state_reported = False
 
     def feed(self, event: Any) -> list[Delta]:
         kind = event.type
@@ -170,12 +231,18 @@ class AgentFold:
         if kind in (EventType.REASONING_MESSAGE_START, EventType.REASONING_MESSAGE_CONTENT,
                     EventType.REASONING_MESSAGE_CHUNK):
             return self._reasoning(getattr(event, "message_id", None), getattr(event, "delta", None) or "")
+        if kind == EventType.STATE_SNAPSHOT:
+            self.state, self.state_reported = event.snapshot, True
+            return []
+        if kind == EventType.STATE_DELTA:
+            self._patch_state(event.delta)
+            return []
         if kind == EventType.RUN_ERROR:
             raise ModelError("AGENT_ERROR", MSG_REPORTED, retryable=True)
         if kind == EventType.RUN_FINISHED:
             self.finished = True
             self.usage = usage_of(event.usage)
-        # Everything else (RUN_STARTED, STEP_*, STATE_*, MESSAGES_SNAPSHOT, TOOL_CALL_END and _RESULT,
+        # Everything else (RUN_STARTED, STEP_*, MESSAGES_SNAPSHOT, TOOL_CALL_END and _RESULT,
         # the *_END events, CUSTOM, RAW, activity and sub-agent events) changes nothing the app is shown.
         return []
 
@@ -216,11 +283,35 @@ class AgentFold:
         block = self._reasoning_blocks.setdefault(message_id or "", len(self._reasoning_blocks))
         return [ReasoningDelta(text, block)] if text else []
 
+    def _patch_state(self, patch: list[Any]) -> None:
+        # ag_ui.core reads the operations into models of its own; jsonpatch reads RFC 6902's objects.
+        patch = [op.model_dump(mode="json", by_alias=True, exclude_unset=True) if hasattr(op, "model_dump") else op
+                 for op in patch]
+        # Changes of the input's own keys are not state (INPUT_KEYS); the agent was not sent them.
+        patch = [op for op in patch
+                 if not (isinstance(op, dict) and (_input_key_path(op.get("path")) or _input_key_path(op.get("from"))))]
+        try:
+            self.state = jsonpatch.apply_patch(self.state if self.state is not None else {}, patch)
+        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError) as exc:
+            # A patch that does not apply to the state it was meant for: the agent's state is not what
+            # it believes, so storing a guess would be worse than failing.
+            raise ModelError("AGENT_ERROR", MSG_BAD_STATE, retryable=True) from exc
+        self.state_reported = True
+
     def end(self) -> StepEnd:
         if not self.finished:
             # The body ended cleanly without RUN_FINISHED: the agent stopped half-way.
             raise ModelError("AGENT_ERROR", MSG_CUT, retryable=True)
-        return StepEnd(finish_reason="tool_calls" if self._calls else "stop", usage=self.usage)
+        state = self.state
+        if isinstance(state, dict):
+            state = {key: value for key, value in state.items() if key not in INPUT_KEYS}
+        return StepEnd(finish_reason="tool_calls" if self._calls else "stop", usage=self.usage,
+                       state=state, state_reported=self.state_reported)
+
+
+def _input_key_path(path: Any) -> bool:
+    parts = path.split("/") if isinstance(path, str) else []
+    return len(parts) > 1 and parts[1] in INPUT_KEYS
 
 
 def usage_of(entries: list[Any] | None) -> dict[str, int] | None:
@@ -248,13 +339,18 @@ def agent_input(request: ModelRequest) -> RunAgentInput:
         # Each call of the agent is one AG-UI run of its own (a run of ours may call it several times).
         run_id=new_id("run"),
         parent_run_id=run.run_id if run else None,
-        state=run.state if run and run.state is not None else {},
+        state=_sent_state(request),
         messages=agent_messages(request.messages),
         tools=[Tool(name=tool.name, description=tool.description, parameters=tool.parameters)
                for tool in request.tools],
         context=[],
         forwarded_props={},
     )
+
+
+def _sent_state(request: ModelRequest) -> Any:
+    run = request.run
+    return run.state if run and run.state is not None else {}
 
 
 def agent_messages(messages: list[dict[str, Any]]) -> list[Any]:

@@ -162,6 +162,10 @@ class StepEnd:
 
     finish_reason: str  # "stop" | "length" | "tool_calls" | "content_filter"
     usage: dict[str, int] | None = None  # {"prompt_tokens", "completion_tokens", "total_tokens"}
+    # An agent's AG-UI state as it stood at the end of its run (STATE_SNAPSHOT / STATE_DELTA applied to
+    # the state it was sent), when it reported any: the thread's state from then on. Models report none.
+    state: Any = None
+    state_reported: bool = False
 
 
 @dataclass(frozen=True)

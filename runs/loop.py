@@ -12,7 +12,7 @@ import logging
 from typing import AsyncIterator
 
 from ag_ui.core import (BaseEvent, CustomEvent, RunErrorEvent, RunFinishedEvent, RunFinishedSuccessOutcome,
-                        RunStartedEvent, ToolCallResultEvent)
+                        RunStartedEvent, StateSnapshotEvent, ToolCallResultEvent)
 from django.conf import settings
 
 from clientsdk import wire
@@ -237,6 +237,7 @@ async def _model_step(step: Step, messages: list[dict], started: StartedRun, pro
     meter = meter_of(started.run)
     tally = CallTally(request.messages)
     refused = False
+    reported: StateSnapshotEvent | None = None
     try:
         # An agent's call is an `invoke_agent` span, a model's a `chat` span (telemetry/tracing.py).
         with tracing.model_span(meter, body.model, request, operation=getattr(provider, "operation", "chat")) as span:
@@ -247,6 +248,10 @@ async def _model_step(step: Step, messages: list[dict], started: StartedRun, pro
                     step.finish_reason = delta.finish_reason
                     tracing.model_span_result(span, finish_reason=delta.finish_reason, usage=delta.usage,
                                               output=step)
+                    if delta.state_reported:
+                        # An agent's state: sent on its next call, stored with the run's end, and shown.
+                        services.run_note_state(thread=started.thread, run=started.run, state=delta.state)
+                        reported = StateSnapshotEvent(snapshot=delta.state)
                     if delta.usage:
                         # Kept on the run in memory; the run's end writes it.
                         started.run.usage = services.usage_add(started.run.usage, delta.usage)
@@ -272,6 +277,8 @@ async def _model_step(step: Step, messages: list[dict], started: StartedRun, pro
             started.run.usage = services.usage_add(started.run.usage, estimate)
     for event in step.finish():
         yield event
+    if reported is not None:
+        yield reported
 
 
 async def _resolve(call: Call, toolbox: Toolbox, counts: TurnToolCounts, control: RunControl,

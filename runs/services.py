@@ -313,6 +313,8 @@ def _release(*, thread: Thread, run: Run, run_status: str, last_step: dict[str, 
     (no statement of its own per step) and its metrics, log line and span follow (telemetry/runs.py).
     `last_step` is stored first in that transaction, held lock or not (as step_persist would)."""
     _usage_record(thread, run)
+    if getattr(run, "state_reported", False):
+        fields["thread_fields"] = {**fields["thread_fields"], "agui_state": thread.agui_state}
     end = RunEnd(run=run, outcome=run_status, error_code=fields.get("error_code"))
     before = (lambda: step_store(thread=thread, run=run, **last_step)) if last_step is not None else None
     released = lock_release(thread_id=thread.id, run_id=run.id, run_status=run_status, run_fields=_run_fields(run),
@@ -336,6 +338,13 @@ def _run_fields(run: Run) -> dict[str, Any]:
     if run.model_fallbacks:
         fields["model_fallbacks"] = run.model_fallbacks
     return fields
+
+
+def run_note_state(*, thread: Thread, run: Run, state: Any) -> None:
+    """Notes the state an agent reported (in memory: the run's next call of the agent is sent it, and
+    the run's end stores it as the thread's, however the run ends: `_release`)."""
+    thread.agui_state = state
+    run.state_reported = True
 
 
 def run_note_model(*, run: Run, models: Any) -> None:

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from tests.agents.conftest import Agent, agent_project
+from tests.conftest import wait_for_idle_threads
 from tests.support.fake_openai import Stall, Text, ToolCall, ToolCalls
 from tests.support.run_requests import last_run_id, run, text_of
 from tests.support.sse import iter_events, read_events, types
@@ -97,8 +98,10 @@ def test_a_component_streams_when_the_agent_calls_its_tool(on_agent: Agent, api)
     assert block["props"] == {"city": "Paris"}
 
 
-def test_a_cancel_ends_the_agents_run_and_frees_the_thread(on_agent: Agent, api):
-    # The agent's model writes a long answer (30 s); the cancel ends the run at once.
+def start_a_long_answer(on_agent: Agent, api):
+    """A run whose agent's model writes a long answer (30 s), read up to its first text; returns the
+    response, the thread's and run's ids, the rest of the events and the agent's counts before."""
+    before = on_agent.server.counts()
     on_agent.fake.script(Text(["Thinking"] + ["."] * 300, delay=0.1))
     response = api.post("/v1/threads/runs", {"userKey": "alice", "message": {
         "role": "user", "content": [{"type": "text", "text": "Take your time"}]}}, stream=True)
@@ -106,6 +109,19 @@ def test_a_cancel_ends_the_agents_run_and_frees_the_thread(on_agent: Agent, api)
     thread_id, events = response.headers["X-Thread-Id"], iter_events(response)
     run_id = next(e for e in events if e["type"] == "RUN_STARTED")["runId"]
     assert next(e for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")["delta"].startswith("Thinking")
+    return response, thread_id, run_id, events, before
+
+
+def assert_the_agent_was_left(on_agent: Agent, before: dict[str, int]) -> None:
+    """The agent saw its request dropped, counted at its side (what it does then is its own business:
+    ag-ui-langgraph lets its model's call run on)."""
+    counts = on_agent.server.wait_counts(lambda c: c["disconnected"] > before["disconnected"])
+    assert counts["disconnected"] == before["disconnected"] + 1, (before, counts)
+    assert counts["started"] == before["started"] + 1 and counts["answered"] == before["answered"], (before, counts)
+
+
+def test_a_cancel_ends_the_agents_run_frees_the_thread_and_drops_the_request_to_the_agent(on_agent: Agent, api):
+    response, thread_id, run_id, events, before = start_a_long_answer(on_agent, api)
     cancelled = api.delete(f"/v1/threads/{thread_id}/runs/{run_id}")
     assert cancelled.status_code == 200, cancelled.text
     rest = list(events)
@@ -114,6 +130,16 @@ def test_a_cancel_ends_the_agents_run_and_frees_the_thread(on_agent: Agent, api)
     assert thread["runStatus"] == "idle" and thread["lastRunCancelled"] is True
     (answer,) = [m for m in thread["messages"] if m["role"] == "assistant"]
     assert answer["isCancelled"] is True and answer["content"][0]["text"].startswith("Thinking")
+    assert_the_agent_was_left(on_agent, before)
+
+
+def test_a_client_that_goes_away_drops_the_request_to_the_agent(on_agent: Agent, api):
+    response, thread_id, _, _, before = start_a_long_answer(on_agent, api)
+    response.close()
+    assert_the_agent_was_left(on_agent, before)
+    wait_for_idle_threads()
+    thread = api.thread(thread_id)
+    assert thread["runStatus"] == "idle" and thread["lastRunCancelled"] is True
 
 
 def test_an_ag_ui_client_talks_to_the_agent_through_this_server_with_its_state(on_agent: Agent, api):
@@ -131,3 +157,39 @@ def test_an_ag_ui_client_talks_to_the_agent_through_this_server_with_its_state(o
     starts = [e for e in events if e["type"] == "TOOL_CALL_START"]
     assert [(e["toolCallId"], e["toolCallName"]) for e in starts] == [("loc_9", "get_location")]
     assert not any(e["type"] == "CUSTOM" for e in events)  # plain AG-UI: nothing Tambo-specific
+
+
+@pytest.mark.parametrize("agent", ["langgraph"], indirect=True)  # the graph's state counts its model calls
+def test_the_state_the_agent_reports_is_the_threads_and_is_sent_back_on_the_next_run(on_agent: Agent, api):
+    from threads.models import Thread
+
+    on_agent.fake.script(Text("First answer."), Text("Second answer."))
+    thread_id, events = run(api, "first question")
+    assert [e["snapshot"] for e in events if e["type"] == "STATE_SNAPSHOT"] == [{"model_calls": 1}]
+    assert Thread.objects.get(id=thread_id).agui_state == {"model_calls": 1}
+
+    # A new AG-UI thread of the agent's own per call (docs/models.md#agents): it counts from what it is sent.
+    _, events = run(api, "second question", thread_id=thread_id, previousRunId=last_run_id(api, thread_id))
+    assert [e["snapshot"] for e in events if e["type"] == "STATE_SNAPSHOT"] == [{"model_calls": 2}]
+    assert Thread.objects.get(id=thread_id).agui_state == {"model_calls": 2}
+
+
+
+@pytest.mark.parametrize("agent", ["langgraph"], indirect=True)
+def test_an_ag_ui_client_sees_the_agents_state_now_and_at_its_next_run(on_agent: Agent, api):
+    def agui_run(run_id: str, state: dict, messages: list[dict]) -> list[dict]:
+        response = api.post("/v1/agui", {
+            "threadId": "client-thread-state", "runId": run_id, "state": state, "context": [], "tools": [],
+            "messages": messages, "forwardedProps": {"userKey": "alice"}}, stream=True)
+        assert response.status_code == 200, response.text
+        return read_events(response)
+
+    on_agent.fake.script(Text("First answer."), Text("Second answer."))
+    first = [{"id": "m1", "role": "user", "content": "first question"}]
+    events = agui_run("client-run-1", {"model_calls": 5}, first)
+    # The client's state at the start, then the agent's as it reported it.
+    assert [e["snapshot"] for e in events if e["type"] == "STATE_SNAPSHOT"] == [{"model_calls": 5}, {"model_calls": 6}]
+    answer = {"id": "a1", "role": "assistant", "content": "First answer."}
+    # A client that kept no state (a reloaded page sends `{}`) is given the thread's, the agent's last.
+    events = agui_run("client-run-2", {}, [*first, answer, {"id": "m2", "role": "user", "content": "again"}])
+    assert [e["snapshot"] for e in events if e["type"] == "STATE_SNAPSHOT"] == [{"model_calls": 6}, {"model_calls": 7}]

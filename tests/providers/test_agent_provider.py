@@ -6,10 +6,10 @@ import asyncio
 import json
 
 import pytest
-from ag_ui.core import (RunErrorEvent, RunFinishedEvent, TextMessageContentEvent, TextMessageStartEvent,
-                        TokenUsage, ToolCallArgsEvent, ToolCallResultEvent, ToolCallStartEvent)
+from ag_ui.core import (RunErrorEvent, RunFinishedEvent, StateDeltaEvent, StateSnapshotEvent,
+                        TextMessageContentEvent, TextMessageStartEvent, TokenUsage, ToolCallArgsEvent, ToolCallResultEvent, ToolCallStartEvent)
 
-from providers.agent_provider import AgentFold, AgentProvider, agent_input
+from providers.agent_provider import AgentFold, AgentProvider, agent_input, instructions_inline
 from providers.base import (ModelError, ModelRequest, ModelTool, RunRef, StepEnd, TextDelta,
                             ToolCallDelta)
 
@@ -44,6 +44,40 @@ def test_the_agents_run_error_and_an_unfinished_run_are_agent_errors():
     with pytest.raises(ModelError) as caught:
         unfinished.end()
     assert caught.value.code == "AGENT_ERROR"
+
+
+def test_the_agents_state_events_change_the_state_it_was_sent_and_end_the_step_with_it():
+    fold = AgentFold([], state={"units": "metric", "city": "Lyon"})
+    for event in [
+        StateDeltaEvent(delta=[{"op": "replace", "path": "/city", "value": "Paris"}]),
+        # ag-ui-langgraph's snapshots carry the input's own fields too: not state, never kept.
+        StateSnapshotEvent(snapshot={"city": "Paris", "visits": [1], "messages": [{"type": "human"}], "tools": []}),
+        StateDeltaEvent(delta=[{"op": "add", "path": "/visits/-", "value": 2},
+                               {"op": "add", "path": "/messages/-", "value": {"type": "ai"}}]),
+        RunFinishedEvent(thread_id="t", run_id="r"),
+    ]:
+        assert fold.feed(event) == []
+    end = fold.end()
+    assert (end.state, end.state_reported) == ({"city": "Paris", "visits": [1, 2]}, True)
+
+    quiet = AgentFold([], state={"units": "metric"})
+    quiet.feed(RunFinishedEvent(thread_id="t", run_id="r"))
+    assert quiet.end().state_reported is False  # nothing reported: the thread's state stays as it is
+
+    wrong = AgentFold([], state={})
+    with pytest.raises(ModelError) as caught:
+        wrong.feed(StateDeltaEvent(delta=[{"op": "replace", "path": "/missing", "value": 1}]))
+    assert (caught.value.code, caught.value.message) == (
+        "AGENT_ERROR", "The agent sent a state change that does not apply to its state.")
+
+
+def test_a_side_tasks_instructions_start_its_user_turn_which_agents_do_not_strip():
+    task = [{"role": "system", "content": "You name conversations."},
+            {"role": "user", "content": "The conversation:\n\nUser: hello"}]
+    assert instructions_inline(task) == [
+        {"role": "user", "content": "You name conversations.\n\nThe conversation:\n\nUser: hello"}]
+    plain = [{"role": "user", "content": "hello"}]
+    assert instructions_inline(plain) == plain
 
 
 def test_the_input_carries_the_history_the_tools_and_the_state():

@@ -6,7 +6,11 @@ import socket
 import subprocess
 import sys
 import time
+from typing import Callable
 
+import requests
+
+from tests.support.agent_apps.counting import COUNTS_PATH
 from tests.support.live import LOG_DIR, ROOT, free_port
 
 AGENT_APPS = {"langgraph": "tests.support.agent_apps.langgraph_app:app",
@@ -14,7 +18,8 @@ AGENT_APPS = {"langgraph": "tests.support.agent_apps.langgraph_app:app",
 
 
 class AgentServer:
-    """`url` is the agent's AG-UI endpoint. `stop()` ends it; `kill()` ends it at once (an agent that dies)."""
+    """`url` is the agent's AG-UI endpoint. `stop()` ends it; `kill()` ends it at once (an agent that dies);
+    `counts()` says how its requests ended, seen at the agent's side."""
 
     def __init__(self, kind: str, fake_openai_url: str, start_timeout: float = 120.0):
         self.kind = kind
@@ -45,6 +50,19 @@ class AgentServer:
             except OSError:
                 time.sleep(0.1)
         raise RuntimeError(f"The agent did not start in {timeout} s; see {self.log_path}")
+
+    def counts(self) -> dict[str, int]:
+        """How the agent's requests ended, counted at its side (tests/support/agent_apps/counting.py)."""
+        return requests.get(self.url.rsplit("/", 1)[0] + COUNTS_PATH, timeout=10).json()
+
+    def wait_counts(self, done: Callable[[dict[str, int]], bool], timeout: float = 30.0) -> dict[str, int]:
+        """The counts once `done(counts)` holds; fails after `timeout` seconds with the last counts."""
+        deadline = time.monotonic() + timeout
+        while True:
+            counts = self.counts()
+            if done(counts) or time.monotonic() > deadline:
+                return counts
+            time.sleep(0.05)
 
     def kill(self) -> None:
         self.process.kill()

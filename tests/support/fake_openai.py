@@ -20,7 +20,8 @@ Tests enqueue one reply per request and assert on what the server received:
 (`{"text": …}`), an `HTTPError` or `Stall` fails it; its record's body is the form's fields, the file
 as `{"filename", "contentType", "data": bytes}`.
 
-An empty script answers `default_reply`. Streamed bodies use chunked transfer encoding, so a dropped
+An empty script answers `default_reply`, or what `responder(body)` returns when one is set (a rule that
+reads the request: tests/support/rule_replies.py `openai_reply`). Streamed bodies use chunked transfer encoding, so a dropped
 connection is visible to the client as an incomplete body rather than a clean end of stream.
 """
 from __future__ import annotations
@@ -34,7 +35,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Sequence, Union
+from typing import Any, Callable, Sequence, Union
 
 _DEFAULT_USAGE_PROMPT_TOKENS = 10
 
@@ -292,7 +293,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send_json(404, error_body(404, "Unknown path."))
         if not isinstance(body, dict):
             return self._send_json(400, error_body(400, "The body is not a JSON object."))
-        reply = honour_stop(self.server.fake._next_reply(), body.get("stop"))
+        reply = honour_stop(self.server.fake._next_reply(body), body.get("stop"))
         try:
             if isinstance(reply, Raw):
                 self._send_raw(reply)
@@ -519,6 +520,7 @@ class FakeOpenAI:
 
     def __init__(self, default_reply: Reply | None = None) -> None:
         self.default_reply: Reply = default_reply or Text()
+        self.responder: Callable[[dict[str, Any]], Reply] | None = None
         self._lock = threading.Lock()
         self._script: deque[Reply] = deque()
         self._requests: list[RecordedRequest] = []
@@ -585,9 +587,12 @@ class FakeOpenAI:
             assert self._requests, "the fake server has received no request"
             return self._requests[-1]
 
-    def _next_reply(self) -> Reply:
+    def _next_reply(self, body: dict[str, Any] | None = None) -> Reply:
         with self._lock:
-            return self._script.popleft() if self._script else self.default_reply
+            if self._script:
+                return self._script.popleft()
+            responder = self.responder
+        return responder(body) if responder is not None and body is not None else self.default_reply
 
     def _record(self, record: RecordedRequest) -> None:
         with self._lock:

@@ -6,6 +6,8 @@ whose model is the Anthropic fake, the fake answers each Messages request by the
 `anthropic_reply(body)` turns the request back into the interface's form, asks the offline model
 itself, and gives its answer as the fake's `Text` or `ToolCalls`. So the app sees the same
 conversation while every model call crosses the Anthropic wire (messages, tool_use, tool_result).
+`openai_reply(body)` does the same for a Chat Completions request: the React app on an agent project
+(tests/browser/test_react_app_agents.py) has the agent's own model, the OpenAI fake, answer so.
 """
 from __future__ import annotations
 
@@ -34,6 +36,28 @@ def anthropic_reply(body: dict[str, Any]) -> Text | ToolCalls:
         return Text(json.dumps({"suggestions": offline_suggestions(_suggestion_facts(system))}))
     request = ModelRequest(messages=_messages(body), tools=[_tool(t) for t in body.get("tools") or ()])
     return asyncio.run(_offline_answer(request))
+
+
+def openai_reply(body: dict[str, Any]) -> Text | ToolCalls:
+    messages = [{**m, "content": _openai_text(m.get("content"))} for m in body.get("messages") or ()]
+    conversation = [m for m in messages if m.get("role") != "system"]
+    last = conversation[-1]["content"] if conversation else ""
+    # Through an agent a side task's instructions start its user turn (providers/agent_provider.py
+    # `instructions_inline`), after the agent's own system prompt.
+    if "You name conversations" in last:
+        first = re.search(r"^User: (.*)$", last, re.MULTILINE)
+        return Text(cut_at_word(first.group(1) if first else "", 40))
+    if "You suggest what the user" in last:
+        return Text(json.dumps({"suggestions": offline_suggestions(_suggestion_facts(last))}))
+    tools = [_tool({"name": t["function"]["name"], "description": t["function"].get("description"),
+                    "input_schema": t["function"].get("parameters")}) for t in body.get("tools") or ()]
+    return asyncio.run(_offline_answer(ModelRequest(messages=messages, tools=tools)))
+
+
+def _openai_text(content: Any) -> str:
+    if content is None or isinstance(content, str):
+        return content or ""
+    return "".join(part.get("text", "") for part in content if isinstance(part, dict))
 
 
 async def _offline_answer(request: ModelRequest) -> Text | ToolCalls:

@@ -15,6 +15,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.routing import Route
 
+from tests.support.agent_apps.counting import Counting
+
 model = OpenAIChatModel("agent-model", provider=OpenAIProvider(base_url=os.environ["FAKE_OPENAI_URL"],
                                                                api_key="agent-key"))
 agent = Agent(model, instructions="You are the weather agent.")
@@ -30,4 +32,4 @@ async def run(request: Request):
     return await AGUIAdapter.dispatch_request(request, agent=agent)
 
 
-app = Starlette(routes=[Route("/agent", run, methods=["POST"])])
+app = Counting(Starlette(routes=[Route("/agent", run, methods=["POST"])]))  # how its requests ended
