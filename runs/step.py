@@ -113,7 +113,16 @@ class Step:
                 if self._trim and not self._echo.matched:
                     text = text.lstrip()
                 self._echo = None
-            yield from self._text_out(text)
+            if not text:
+                return
+            # The hot path, inline (_text_out for the rare held text).
+            yield from self.reasoning.close()
+            if not self.text_open:
+                self.text_open = True
+                yield TextMessageStartEvent(message_id=self.message_id, role="assistant")
+            self._text_parts.append(text)
+            # Validated already (a non-empty str): the hot path skips pydantic altogether.
+            yield text_content(self.message_id, text)
             return
         call = self.calls.get(delta.index)
         if call is None:
@@ -162,7 +171,6 @@ class Step:
             self.text_open = True
             yield TextMessageStartEvent(message_id=self.message_id, role="assistant")
         self._text_parts.append(text)
-        # Validated already (a non-empty str): the hot path skips pydantic altogether.
         yield text_content(self.message_id, text)
 
     def _echo_flush(self) -> Iterator[BaseEvent]:
