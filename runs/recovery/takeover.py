@@ -11,9 +11,9 @@
   as its client saw it (`Resumed.carried`: its message id, text and tool calls so far, from the event
   log), which the redone step carries on under the same ids (runs/carry.py says why), and what the
   client is shown first (`Resumed.preamble`): the end of whatever else it saw open, the results of
-  stored calls it did not see, and a CUSTOM `tambo.run.takeover`. A step whose tool calls were stored without their results
-  has those calls run again (`Resumed.redo`), unless one is a client's or not safe to repeat: the run
-  then fails as it did before takeovers existed, with the reason in its message.
+  stored calls it did not see, and a CUSTOM `tambo.run.takeover`. A step whose tool calls were stored
+  without their results has those calls run again (`Resumed.redo`), unless one is a client's or not
+  safe to repeat: the run then fails as it did before takeovers existed, with the reason in its message.
 - `runs_hand_over` is a shutting-down process's half: once its runs stopped (their text checkpointed,
   their events logged), their leases are made to look expired and `Run.owner` set to HANDED_OVER, so
   another process's next tick takes them.
@@ -262,7 +262,8 @@ class _Seen:
         if stored:  # nothing of a new step shown but, perhaps, its reasoning
             return Carried(reasoning=list(loose))
         return Carried(message_id=self.current, text_open=("TEXT_MESSAGE_START", self.current) in self.open,
-                       calls=self.calls.get(self.current, []), reasoning=[*self.reasoning.get(self.current, []), *loose])
+                       calls=self.calls.get(self.current, []),
+                       reasoning=[*self.reasoning.get(self.current, []), *loose])
 
 
 def _named(event: dict[str, Any]) -> str | None:
