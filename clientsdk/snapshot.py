@@ -278,9 +278,9 @@ def _custom(s: ThreadSnapshot, e: Any) -> ThreadSnapshot:
 
 
 def _messages_snapshot(s: ThreadSnapshot, e: Any) -> ThreadSnapshot:
-    """The server's stored messages replace the ones folded so far (AG-UI's rule): a run taken over by
-    another server process sends them before the step it redoes (docs/operations.md#takeover), so the
-    half-step seen before goes. Tool messages become their calls' results."""
+    """AG-UI's MESSAGES_SNAPSHOT (AG-UI's message shape) replaces the messages folded so far, as AG-UI's
+    rule says. This server's run streams send none (a run taken over goes on under the ids already
+    seen: docs/operations.md#takeover); an AG-UI agent may. Tool messages become their calls' results."""
     results = {m.tool_call_id: m.content for m in e.messages if m.role == "tool"}
     messages = []
     for m in e.messages:

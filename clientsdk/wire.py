@@ -42,8 +42,8 @@ class RequestModel(WireModel):
 AWAITING_INPUT = "tambo.run.awaiting_input"
 # A run that needs its user's OAuth authorisation of protected MCP servers first (docs/protocol.md).
 MCP_AUTHORIZATION_REQUIRED = "tambo.mcp.authorization_required"
-# A run another server process took over (docs/operations.md#takeover): a MESSAGES_SNAPSHOT of the stored
-# thread and the redone step follow.
+# A run another server process took over (docs/operations.md#takeover): the step in flight goes on from
+# what the client saw of it, under the same message id.
 RUN_TAKEOVER = "tambo.run.takeover"
 COMPONENT_START = "tambo.component.start"
 COMPONENT_PROPS_DELTA = "tambo.component.props_delta"

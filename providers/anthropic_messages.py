@@ -47,6 +47,13 @@ def messages_params(request: ModelRequest, *, default_model: str) -> dict[str, A
             params[name] = extra.pop(name)
     if extra:
         params["extra_body"] = extra  # parameters the SDK does not name yet go through as given
+    last = messages[-1] if messages else None
+    if "thinking" in params and last and last["role"] == "assistant" and \
+            last["content"][0].get("type") not in ("thinking", "redacted_thinking"):
+        # A text to continue (a run taken over: runs/carry.py): with thinking on the API refuses a last
+        # assistant turn that does not open with thinking, so the model answers anew (the run drops
+        # what repeats the text seen).
+        params["messages"] = messages[:-1]
     if request.tools:
         params["tools"] = [anthropic_tool(tool) for tool in request.tools]
         if request.tool_choice is not None:

@@ -47,6 +47,10 @@ class OfflineProvider:
         # Context the application attaches (a system message, or a user turn of context alone after tool
         # results: runs/history.py) is not the user's words; the rules read what came before.
         conversation = [m for m in request.messages if m.get("role") != "system" and not _context_only(m)]
+        if conversation and conversation[-1].get("role") == "assistant" and not conversation[-1].get("tool_calls"):
+            # A text to continue (a run taken over: runs/carry.py): answered anew, as a model without
+            # prefills does; the run drops what repeats the text.
+            conversation = conversation[:-1]
         conversation = conversation or [{"role": "user", "content": ""}]
         last = conversation[-1]
         if last.get("role") == "tool":

@@ -100,15 +100,17 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
         messages = build_model_messages(thread.project.system_prompt, started.history,
                                         allow_override=project_settings(thread.project).allow_system_prompt_override)
         await memories_inject(started, messages, context_budget.label_of(provider))
+        carried = None
         if started.resumed is not None:
-            # Taken over (runs/recovery/takeover.py): what the client saw open is closed and the stored
-            # thread shown, then the last stored step's calls whose results were not stored run again.
+            # Taken over (runs/recovery/takeover.py): the client is told, the last stored step's calls
+            # whose results were not stored run again, and the step in flight is carried on.
             for event in started.resumed.preamble:
                 yield event
             redo = started.resumed.redo(toolbox, messages)
             if redo is not None:
                 async for event in _resolve_calls(started, redo, toolbox, control, messages, []):
                     yield event
+            carried = started.resumed.carried
         step_limit = model_calls_limit(thread.project, settings.MAX_MODEL_CALLS_PER_RUN)
         calls = 0
         # A step is a model call; a server or MCP call that timed out counts as one more (toolbox.timeouts).
@@ -123,7 +125,11 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
                 await db_call(step_admit, project=thread.project, user_key=thread.user_key, usage=run.usage,
                               reserved=getattr(run, "tokens_reserved", 0))
             step = control.step = Step(message_id=services.message_id_new(), toolbox=toolbox)
-            async for event in _model_step(step, messages, started, provider, control):
+            prefill: list[dict] = []
+            if carried is not None:  # the step in flight before a takeover, as its client saw it (runs/carry.py)
+                step.carry(carried)
+                prefill, carried = carried.prefill(), None
+            async for event in _model_step(step, messages, started, provider, control, prefill):
                 yield event
             stored = dict(message_id=step.message_id, content=step.content(), cancelled=False,
                           reasoning=step.reasoning.texts(), reasoning_duration_ms=step.reasoning.duration_ms,
@@ -221,13 +227,14 @@ async def _toolbox(started: StartedRun) -> Toolbox:
 
 
 async def _model_step(step: Step, messages: list[dict], started: StartedRun, provider: Provider,
-                      control: RunControl) -> AsyncIterator[BaseEvent]:
+                      control: RunControl, prefill: list[dict]) -> AsyncIterator[BaseEvent]:
+    """One model call; `prefill` ends its request with the text to continue (a carried step)."""
     body = started.body
     tool_choice = body.tool_choice
     label = context_budget.label_of(provider)
     sent = context_budget.fit(messages, started.context_budget, label)
     request = ModelRequest(
-        messages=list(sent), tools=step.toolbox.model_tools(),
+        messages=[*sent, *prefill], tools=step.toolbox.model_tools(),
         tool_choice=tool_choice if isinstance(tool_choice, str) or tool_choice is None else {"name": tool_choice.name},
         model=body.model, max_tokens=body.max_tokens, temperature=body.temperature,
         run=RunRef(thread_id=started.thread.id, run_id=started.run.id, state=started.thread.agui_state),

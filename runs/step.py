@@ -14,6 +14,7 @@ from ag_ui.core import (BaseEvent, CustomEvent, TextMessageEndEvent, TextMessage
 from clientsdk import wire
 from core.ids import new_id
 from providers.base import ReasoningBlock, ReasoningDelta, TextDelta, ToolCallDelta
+from runs.carry import Carried, CarriedCall, Echo
 from runs.reasoning import Reasoning
 from runs.stream.sse import text_content
 from runs.toolbox import Toolbox
@@ -28,6 +29,9 @@ class Call:
     component_id: str | None = None
     props: PropsStream | None = None
     final_props: dict[str, Any] | None = None
+    # A call the client saw start before a takeover (runs/carry.py): its arguments seen, to skip.
+    echo: Echo | None = None
+    carried_ended: bool = False
     # The arguments' fragments, joined once when read: `+=` on a growing string copies all of it
     # per fragment, quadratic in the argument's size (a 243 KB argument in 8-byte pieces took a second).
     _fragments: list[str] = field(default_factory=list)
@@ -69,6 +73,23 @@ class Step:
     # The provider's whole reasoning blocks (Anthropic's signed thinking), in order: stored with the
     # message and sent back with its tool calls, never shown.
     reasoning_blocks: list[dict[str, Any]] = field(default_factory=list)
+    # A step carried on after a takeover (runs/carry.py): the text seen, which the model may repeat,
+    # and the tool calls seen, which its first calls take over when they are the same.
+    _echo: Echo | None = None
+    _trim: bool = False
+    _carried_calls: list[CarriedCall] = field(default_factory=list)
+
+    def carry(self, carried: Carried) -> None:
+        """Makes this step the continuation of the step in flight its client saw before a takeover."""
+        if carried.message_id:
+            self.message_id = carried.message_id
+        if carried.text:
+            self._text_parts[:] = [carried.text]
+            self._echo = Echo(carried.text)
+            self._trim = carried.text[-1].isspace()  # the prefill left it out; the model's own comes back
+        self.text_open = carried.text_open
+        self.reasoning.blocks = [[text] for text in carried.reasoning]
+        self._carried_calls = list(carried.calls)
 
     @property
     def text(self) -> str:
@@ -84,24 +105,41 @@ class Step:
             yield from self.reasoning.feed(delta.text, delta.block)
             return
         if isinstance(delta, TextDelta):
-            if not delta.text:
+            text = delta.text
+            if self._echo is not None:
+                text = self._echo.feed(text)
+                if text is None:
+                    return
+                if self._trim and not self._echo.matched:
+                    text = text.lstrip()
+                self._echo = None
+            if not text:
                 return
+            # The hot path, inline (_text_out for the rare held text).
             yield from self.reasoning.close()
             if not self.text_open:
                 self.text_open = True
                 yield TextMessageStartEvent(message_id=self.message_id, role="assistant")
-            self._text_parts.append(delta.text)
+            self._text_parts.append(text)
             # Validated already (a non-empty str): the hot path skips pydantic altogether.
-            yield text_content(self.message_id, delta.text)
+            yield text_content(self.message_id, text)
             return
         call = self.calls.get(delta.index)
         if call is None:
+            yield from self._echo_flush()
             yield from self.reasoning.close()
             yield from self._close_text()
             name = delta.name or ""
             call = Call(id=delta.id or new_id("call"), name=name, kind=self.toolbox.kind(name))
             self.calls[delta.index] = call
-            if call.kind == "component":
+            carried = self._carried_calls.pop(0) if self._carried_calls else None
+            if carried is not None and (carried.name != name or call.kind == "component"):
+                self._carried_calls.clear()  # the model went another way: the calls seen stay as they were
+                carried = None
+            if carried is not None:
+                # The call the client saw start: the same call, under the id the client knows.
+                call.id, call.echo, call.carried_ended = carried.id, Echo(carried.arguments), carried.ended
+            elif call.kind == "component":
                 call.component_id = new_id("comp")
                 call.props = PropsStream()
                 yield CustomEvent(name=wire.COMPONENT_START, value={
@@ -118,8 +156,41 @@ class Step:
             if operations:
                 yield CustomEvent(name=wire.COMPONENT_PROPS_DELTA,
                                   value={"componentId": call.component_id, "operations": operations})
+        elif call.echo is not None:
+            new = call.echo.feed(delta.arguments)
+            if new is not None:
+                yield from self._call_carried_on(call, new)
         else:
             yield ToolCallArgsEvent(tool_call_id=call.id, delta=delta.arguments)
+
+    def _text_out(self, text: str) -> Iterator[BaseEvent]:
+        if not text:
+            return
+        yield from self.reasoning.close()
+        if not self.text_open:
+            self.text_open = True
+            yield TextMessageStartEvent(message_id=self.message_id, role="assistant")
+        self._text_parts.append(text)
+        yield text_content(self.message_id, text)
+
+    def _echo_flush(self) -> Iterator[BaseEvent]:
+        if self._echo is not None:
+            held, self._echo = self._echo.flush(), None
+            yield from self._text_out(held)
+
+    def _call_carried_on(self, call: Call, new: str) -> Iterator[BaseEvent]:
+        """A carried call's arguments once they differ from or go beyond those seen: the rest when they
+        go on from them, else the whole call again under a new id (the one seen stays in the client's
+        view, without an end: its arguments are not whole, and the official client would fail to parse them)."""
+        echo, call.echo = call.echo, None
+        if echo.matched and not (call.carried_ended and new):
+            if new:
+                yield ToolCallArgsEvent(tool_call_id=call.id, delta=new)
+            return
+        call.id, call.carried_ended = new_id("call"), False
+        yield ToolCallStartEvent(tool_call_id=call.id, tool_call_name=call.name, parent_message_id=self.message_id)
+        if call.arguments:
+            yield ToolCallArgsEvent(tool_call_id=call.id, delta=call.arguments)
 
     def _close_text(self) -> Iterator[BaseEvent]:
         if self.text_open:
@@ -128,10 +199,15 @@ class Step:
 
     def finish(self) -> Iterator[BaseEvent]:
         """Closes what is open once the model's step has ended."""
+        yield from self._echo_flush()
         yield from self.reasoning.close()
         yield from self._close_text()
         for call in self.calls.values():
+            if call.echo is not None:  # its arguments stopped short of those seen: another call
+                yield from self._call_carried_on(call, call.echo.flush())
             if call.props is None:
+                if call.carried_ended:
+                    continue  # the client saw it end, with these very arguments
                 if not call.arguments:
                     # The official client parses the accumulated arguments at the end: give it "{}".
                     call.arguments = "{}"

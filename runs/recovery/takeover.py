@@ -7,12 +7,13 @@
   may write nothing for it from then on: runs/lock.py `lock_fence`) and the takeover appended to the
   run's history (`Run.takeovers`). Two processes claiming together: the thread's row lock (SKIP LOCKED on
   PostgreSQL, the write lock on SQLite) gives the run to exactly one.
-- `run_resume` reads what the advance loop needs to go on from the last stored step, and what the client
-  must be shown first (`Resumed.preamble`): the end of every message and tool call the client saw open
-  (the step in flight, which is redone and was never stored), a CUSTOM `tambo.run.takeover`, and a
-  MESSAGES_SNAPSHOT of the stored thread. A step whose tool calls were stored without their results
-  has those calls run again (`Resumed.redo`), unless one is a client's or not safe to repeat: the run
-  then fails as it did before takeovers existed, with the reason in its message.
+- `run_resume` reads what the advance loop needs to go on from the last stored step: the step in flight
+  as its client saw it (`Resumed.carried`: its message id, text and tool calls so far, from the event
+  log), which the redone step carries on under the same ids (runs/carry.py says why), and what the
+  client is shown first (`Resumed.preamble`): the end of whatever else it saw open, the results of
+  stored calls it did not see, and a CUSTOM `tambo.run.takeover`. A step whose tool calls were stored
+  without their results has those calls run again (`Resumed.redo`), unless one is a client's or not
+  safe to repeat: the run then fails as it did before takeovers existed, with the reason in its message.
 - `runs_hand_over` is a shutting-down process's half: once its runs stopped (their text checkpointed,
   their events logged), their leases are made to look expired and `Run.owner` set to HANDED_OVER, so
   another process's next tick takes them.
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from ag_ui.core import BaseEvent, CustomEvent, MessagesSnapshotEvent, TextMessageEndEvent, ToolCallEndEvent
+from ag_ui.core import BaseEvent, CustomEvent, TextMessageEndEvent, ToolCallEndEvent, ToolCallResultEvent
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F
@@ -39,6 +40,7 @@ from runs import bodies
 from runs.context_budget import history_for, run_budget
 from runs.history import result_text
 from runs.lock import OWNED, lock_fence
+from runs.carry import Carried, CarriedCall
 from runs.models import THIS_PROCESS, Run, RunEvent
 from runs.reasoning import ThinkingEndEvent, ThinkingTextMessageEndEvent
 from runs.recovery.leases import partial_store, stale_before, takeable_runs
@@ -115,6 +117,7 @@ class Resumed:
     code: str = LEASE_EXPIRED_CODE
     step: Message | None = None  # the last stored step, when some of its tool calls have no stored result
     answered: dict[str, str] = field(default_factory=dict)  # its calls' stored results (text for the model)
+    carried: Carried = field(default_factory=Carried)  # the step in flight as the client saw it (runs/carry.py)
 
     def redo(self, toolbox, messages: list[dict]) -> Step | None:
         """Raises ModelError when the run cannot go on. Else, for a stored step whose tool results
@@ -187,24 +190,116 @@ def _split_last_step(history: list[Message], run: Run, resumed: Resumed) -> None
 
 
 def _preamble(run: Run, thread: Thread, resumed: Resumed) -> tuple[int, list[BaseEvent]]:
-    """(the last logged event id, the events the client is shown before the run goes on)."""
+    """(the last logged event id, the events the client is shown before the run goes on); sets
+    `resumed.carried`, the step in flight as the client saw it (runs/carry.py), which the run goes on with.
+
+    Reads the run's logged events without their text and argument deltas, then those of the step in
+    flight alone.
+    """
     rows = RunEvent.objects.filter(run_id=run.id).exclude(data__startswith='{"type":"TEXT_MESSAGE_CONTENT"').exclude(
-        data__startswith='{"type":"TOOL_CALL_ARGS"').order_by("seq").values_list("seq", "data")
+        data__startswith='{"type":"TOOL_CALL_ARGS"').order_by("seq").values_list("data", flat=True)
     last = RunEvent.objects.filter(run_id=run.id).order_by("-seq").values_list("seq", flat=True).first() or 0
-    open_: dict[tuple[str, str], None] = {}
-    for _, data in rows:
-        event = json.loads(data)
+    seen = _Seen()
+    for data in rows:
+        seen.see(json.loads(data))
+    carried = seen.carried(stored=Message.objects.filter(id=seen.current).exists() if seen.current else True)
+    if carried.message_id:
+        carried.text = "".join(json.loads(data)["delta"] for data in _deltas(run, "TEXT_MESSAGE_CONTENT", "messageId",
+                                                                          carried.message_id))
+        for call in carried.calls:
+            call.arguments = "".join(json.loads(data)["delta"] for data in _deltas(run, "TOOL_CALL_ARGS", "toolCallId",
+                                                                                call.id))
+    resumed.carried = carried
+    # What the client saw open and the run does not carry on is closed; stored results it never saw are shown.
+    keep = {("TEXT_MESSAGE_START", carried.message_id)} if carried.text_open else set()
+    keep |= {("TOOL_CALL_START", call.id) for call in carried.calls if not call.ended}
+    closing = [_closer(opener, key) for opener, key in reversed(list(seen.open)) if (opener, key) not in keep]
+    takeover = CustomEvent(name=wire.RUN_TAKEOVER, value={"reason": resumed.reason, "takeovers": run.takeover_count})
+    return last, [*closing, *_unseen_results(run, seen), takeover]
+
+
+class _Seen:
+    """Folds a run's logged events (less text and argument deltas) into what its client saw."""
+
+    def __init__(self) -> None:
+        self.open: dict[tuple[str, str], None] = {}  # (opener, id) the client saw open, in order
+        self.current: str | None = None  # the message the last event named: the step in flight, unless stored
+        self.calls: dict[str, list[CarriedCall]] = {}  # message id -> its tool calls, in order
+        self.call_ids: set[str] = set()
+        self.by_id: dict[str, CarriedCall] = {}
+        self.results: set[str] = set()  # tool call ids whose TOOL_CALL_RESULT the client saw
+        self.reasoning: dict[str | None, list[str]] = {}  # message id -> reasoning seen (None: no message yet)
+
+    def see(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
         key = event.get("messageId") or event.get("toolCallId") or ""
         if kind in _CLOSERS:
-            open_[(kind, key)] = None
-        else:
-            for opener, closer in _CLOSERS.items():
-                if closer == kind:
-                    open_.pop((opener, key), None)
-    closing = [_closer(opener, key) for opener, key in reversed(list(open_))]
-    takeover = CustomEvent(name=wire.RUN_TAKEOVER, value={"reason": resumed.reason, "takeovers": run.takeover_count})
-    return last, [*closing, takeover, messages_snapshot(thread)]
+            self.open[(kind, key)] = None
+        for opener, closer in _CLOSERS.items():
+            if closer == kind:
+                self.open.pop((opener, key), None)
+        if kind == "THINKING_TEXT_MESSAGE_START":
+            self.reasoning.setdefault(None, []).append("")
+        elif kind == "THINKING_TEXT_MESSAGE_CONTENT":
+            chunks = self.reasoning.setdefault(None, [])
+            chunks[-1:] = [(chunks[-1] if chunks else "") + event.get("delta", "")]
+        named = _named(event)
+        if named is not None:
+            # Reasoning comes before its step's text and calls: it belongs to the message named next.
+            self.reasoning.setdefault(named, []).extend(self.reasoning.pop(None, []))
+            self.current = named
+        if kind == "TOOL_CALL_START":
+            self.call_ids.add(key)
+            self.by_id[key] = CarriedCall(id=key, name=event.get("toolCallName", ""))
+            self.calls.setdefault(self.current, []).append(self.by_id[key])
+        elif kind == "TOOL_CALL_END" and key in self.by_id:
+            self.by_id[key].ended = True
+        elif kind == "TOOL_CALL_RESULT":
+            self.results.add(key)
+
+    def carried(self, *, stored: bool) -> Carried:
+        loose = self.reasoning.get(None, [])
+        if stored:  # nothing of a new step shown but, perhaps, its reasoning
+            return Carried(reasoning=list(loose))
+        return Carried(message_id=self.current, text_open=("TEXT_MESSAGE_START", self.current) in self.open,
+                       calls=self.calls.get(self.current, []),
+                       reasoning=[*self.reasoning.get(self.current, []), *loose])
+
+
+def _named(event: dict[str, Any]) -> str | None:
+    """The message an event belongs to, when it names one."""
+    kind = event.get("type")
+    if kind in ("TEXT_MESSAGE_START", "TEXT_MESSAGE_END", "TOOL_CALL_RESULT"):
+        return event.get("messageId")
+    if kind == "TOOL_CALL_START":
+        return event.get("parentMessageId")
+    if kind == "CUSTOM" and event.get("name") == wire.COMPONENT_START:
+        return (event.get("value") or {}).get("messageId")
+    return None
+
+
+def _deltas(run: Run, kind: str, field_name: str, key: str):
+    return RunEvent.objects.filter(run_id=run.id, data__startswith=f'{{"type":"{kind}"',
+                                   data__contains=f'"{field_name}":{json.dumps(key)}').order_by("seq").values_list(
+        "data", flat=True)
+
+
+def _unseen_results(run: Run, seen: _Seen) -> list[BaseEvent]:
+    """TOOL_CALL_RESULT for the stored results of calls the client saw but whose result it did not (the
+    process stopped between storing them and logging their events)."""
+    missing = seen.call_ids - seen.results
+    if not missing:
+        return []
+    steps = {b["id"]: m.id for m in Message.objects.filter(run_id=run.id, role=Message.Role.ASSISTANT)
+             for b in m.content if b.get("type") == "tool_use" and b.get("id") in missing}
+    out: list[BaseEvent] = []
+    for m in Message.objects.filter(run_id=run.id, role=Message.Role.TOOL, tool_call_id__in=list(steps)).order_by(
+            "created_at", "id"):
+        block = next((b for b in m.content if b.get("type") == "tool_result"), None)
+        if block is not None:
+            out.append(ToolCallResultEvent(message_id=steps[m.tool_call_id], tool_call_id=m.tool_call_id,
+                                           content=result_text(block), role="tool"))
+    return out
 
 
 def _closer(opener: str, key: str) -> BaseEvent:
@@ -213,25 +308,6 @@ def _closer(opener: str, key: str) -> BaseEvent:
     if opener == "TOOL_CALL_START":
         return ToolCallEndEvent(tool_call_id=key)
     return ThinkingTextMessageEndEvent() if opener == "THINKING_TEXT_MESSAGE_START" else ThinkingEndEvent()
-
-
-def messages_snapshot(thread: Thread) -> MessagesSnapshotEvent:
-    """The stored thread as AG-UI messages (text only: an image or file is named, not sent)."""
-    out: list[dict[str, Any]] = []
-    for m in Message.objects.filter(thread=thread).order_by("created_at", "id"):
-        text = "\n".join(block_text(b) for b in m.content if b.get("type") in ("text", "resource"))
-        if m.role == Message.Role.TOOL:
-            block = next((b for b in m.content if b.get("type") == "tool_result"), None)
-            out.append({"id": m.id, "role": "tool", "toolCallId": m.tool_call_id or "",
-                        "content": result_text(block) if block else text})
-        elif m.role == Message.Role.ASSISTANT:
-            calls = [{"id": b["id"], "type": "function", "function": {
-                "name": b["name"], "arguments": json.dumps(b.get("input") or {}, ensure_ascii=False)}}
-                for b in m.content if b.get("type") == "tool_use"]
-            out.append({"id": m.id, "role": "assistant", "content": text or None, **({"toolCalls": calls} if calls else {})})
-        elif m.role in (Message.Role.USER, Message.Role.SYSTEM):
-            out.append({"id": m.id, "role": m.role, "content": text})
-    return MessagesSnapshotEvent.model_validate({"type": "MESSAGES_SNAPSHOT", "messages": out})
 
 
 async def takeover_start(run_id: str) -> None:

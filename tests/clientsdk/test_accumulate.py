@@ -178,8 +178,24 @@ def test_folding_twice_from_the_same_start_gives_equal_snapshots(sequence):
     assert fold(sequence)[-1] == fold(sequence)[-1]
 
 
-def test_a_taken_over_run_shows_the_stored_thread_then_the_redone_step_not_the_half_step():
-    """docs/operations.md#takeover: the half-step seen before the takeover is replaced by the snapshot."""
+def test_a_taken_over_run_shows_the_step_in_flight_carried_on_in_the_same_message():
+    """docs/operations.md#takeover: after the takeover the text goes on in the message already seen."""
+    events = [
+        START,
+        {"type": "TEXT_MESSAGE_START", "messageId": "msg_half", "role": "assistant"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "msg_half", "delta": "Half an ans"},
+        {"type": "CUSTOM", "name": "tambo.run.takeover", "value": {"reason": "lease_expired", "takeovers": 1}},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "msg_half", "delta": "wer, whole."},
+        {"type": "TEXT_MESSAGE_END", "messageId": "msg_half"},
+        FINISH,
+    ]
+    final = fold(events)[-1]
+    assert [(m.id, m.text) for m in final.messages] == [("msg_half", "Half an answer, whole.")]
+    assert final.status == "finished"
+
+
+def test_an_agui_messages_snapshot_replaces_the_messages_folded_so_far():
+    """AG-UI's rule for its MESSAGES_SNAPSHOT (an AG-UI agent may send one)."""
     events = [
         START,
         {"type": "TEXT_MESSAGE_START", "messageId": "msg_half", "role": "assistant"},

@@ -132,3 +132,16 @@ def test_a_complete_call_returns_the_text(fake):
     assert answer.text == "A name" and answer.usage["prompt_tokens"] == 10
     assert fake.requests[0].body.get("stream") in (None, False)
     json.dumps(fake.requests[0].body)
+
+
+def test_a_text_to_continue_is_a_prefill_but_not_with_thinking_on():
+    """runs/carry.py: a taken-over run ends its request with the text seen; Anthropic continues it, but
+    refuses it with thinking on (the last assistant turn must then open with thinking)."""
+    from providers.anthropic_messages import messages_params
+
+    messages = [{"role": "user", "content": "Tell me"}, {"role": "assistant", "content": "Once upon"}]
+    plain = messages_params(ModelRequest(messages=messages), default_model="m")
+    assert [t["role"] for t in plain["messages"]] == ["user", "assistant"]
+    assert plain["messages"][-1]["content"] == [{"type": "text", "text": "Once upon"}]
+    thinking = messages_params(ModelRequest(messages=messages, parameters={"reasoning_effort": "low"}), default_model="m")
+    assert "thinking" in thinking and [t["role"] for t in thinking["messages"]] == ["user"]

@@ -79,20 +79,20 @@ def texts_of(events: list[dict], message_id: str) -> str:
 
 def assert_taken_over_once(frames: list[tuple[int, dict]], run_id: str) -> list[dict]:
     """The client's stream: ids 1, 2, 3 … each once (nothing seen is sent again), one RUN_STARTED,
-    the takeover then a MESSAGES_SNAPSHOT, and RUN_FINISHED last; returns the events."""
+    the takeover, and RUN_FINISHED last; the step in flight carried on (runs/carry.py): no snapshot,
+    no message or tool call started twice, each ended once; returns the events."""
     assert [seq for seq, _ in frames] == list(range(1, len(frames) + 1))
     events = [e for _, e in frames]
     types = [e["type"] for e in events]
     assert types.count("RUN_STARTED") == 1 and "RUN_ERROR" not in types
     assert types[-1] == "RUN_FINISHED" and types.count("RUN_FINISHED") == 1
-    takeover = types.index("CUSTOM", next(i for i, e in enumerate(events) if e.get("name") == "tambo.run.takeover"))
-    assert types[takeover + 1] == "MESSAGES_SNAPSHOT"
-    # Every message and tool call opened before the takeover is closed before it.
+    assert sum(e.get("name") == "tambo.run.takeover" for e in events) >= 1
+    assert "MESSAGES_SNAPSHOT" not in types
     for opener, closer, key in (("TEXT_MESSAGE_START", "TEXT_MESSAGE_END", "messageId"),
                                 ("TOOL_CALL_START", "TOOL_CALL_END", "toolCallId")):
-        opened = {e[key] for e in events[:takeover] if e["type"] == opener}
-        closed = {e[key] for e in events[:takeover] if e["type"] == closer}
-        assert opened == closed, (opener, opened - closed)
+        opened = [e[key] for e in events if e["type"] == opener]
+        closed = [e[key] for e in events if e["type"] == closer]
+        assert len(opened) == len(set(opened)) and sorted(opened) == sorted(closed), (opener, opened, closed)
     history = Run.objects.get(id=run_id).takeovers
     assert [entry["reason"] for entry in history] in (["lease_expired"], ["handover"])
     return events
@@ -116,10 +116,14 @@ def test_a_run_whose_process_is_killed_mid_answer_is_finished_by_the_other_proce
 
     events = assert_taken_over_once(seen + rest, run_id)
     message_id, text = answer_after(events)
-    assert text.startswith("(offline model) You said: " + LONG.strip()[:20])
+    # The redone step carried the half one on: the same message, the text seen then the rest, once.
+    (half,) = {e["messageId"] for _, e in seen if e["type"] == "TEXT_MESSAGE_START"}
+    assert message_id == half and text.startswith(texts_of([e for _, e in seen], half))
+    assert text.startswith("(offline model) You said: " + LONG.strip()) and text.count("(offline model)") == 1
+    assert text.endswith("to use a real model.")
     run = Run.objects.get(id=run_id)
     assert run.status == Run.Status.COMPLETED and run.takeover_count == 1
-    # The stored thread holds the answer once, whole, under the id of the redone step.
+    # The stored thread holds the answer once, whole, under the id the client saw.
     (stored,) = Message.objects.filter(thread_id=thread_id, role="assistant")
     assert stored.id == message_id and not stored.is_cancelled
     assert stored.content == [{"type": "text", "text": text}]
