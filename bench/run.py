@@ -131,6 +131,12 @@ def main() -> None:
 
         cluster(sys.argv[2:])
         return
+    if len(sys.argv) > 1 and sys.argv[1] == "retention":
+        from bench.retention import retention
+
+        print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f} at the start")
+        retention([int(n) for n in sys.argv[2:]] or [100_000, 1_000_000])
+        return
     if len(sys.argv) > 1 and sys.argv[1] == "memory":
         from bench.memory import main as memory_main
 
