@@ -109,6 +109,7 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
             if redo is not None:
                 async for event in _resolve_calls(started, redo, toolbox, control, messages, []):
                     yield event
+        control.sealed = thread.sealed
         step_limit = model_calls_limit(thread.project, settings.MAX_MODEL_CALLS_PER_RUN)
         calls = 0
         # A step is a model call; a server or MCP call that timed out counts as one more (toolbox.timeouts).

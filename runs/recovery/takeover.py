@@ -47,6 +47,7 @@ from runs.step import Call, Step
 from runs.toolbox import mcp_tools_load
 from threads.content import block_text
 from threads.models import LEASE_EXPIRED_CODE, Message, RunStatus, Thread
+from threads.sealing import open_text
 from tools.registry import get_tool
 from tools.selectors import project_tools_of
 
@@ -54,6 +55,7 @@ log = logging.getLogger(__name__)
 
 HANDED_OVER = "handed-over"  # Run.owner of a run a shutting-down process gave up: nobody may write for it
 SHUTDOWN_CODE = "SERVER_SHUTTING_DOWN"
+_DELTAS = {"TEXT_MESSAGE_CONTENT", "TOOL_CALL_ARGS"}  # left out of the preamble
 # The events that open something the client then expects to see closed, and the event closing each.
 _CLOSERS = {"TEXT_MESSAGE_START": "TEXT_MESSAGE_END", "TOOL_CALL_START": "TOOL_CALL_END",
             "THINKING_TEXT_MESSAGE_START": "THINKING_TEXT_MESSAGE_END", "THINKING_START": "THINKING_END"}
@@ -193,8 +195,10 @@ def _preamble(run: Run, thread: Thread, resumed: Resumed) -> tuple[int, list[Bas
     last = RunEvent.objects.filter(run_id=run.id).order_by("-seq").values_list("seq", flat=True).first() or 0
     open_: dict[tuple[str, str], None] = {}
     for _, data in rows:
-        event = json.loads(data)
+        event = json.loads(open_text(data))
         kind = event.get("type")
+        if kind in _DELTAS:
+            continue  # an encrypted row (threads/sealing.py), which SQL could not tell apart
         key = event.get("messageId") or event.get("toolCallId") or ""
         if kind in _CLOSERS:
             open_[(kind, key)] = None
