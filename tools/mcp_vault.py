@@ -293,4 +293,3 @@ def user_grants_forget(*, project, user_key: str) -> int:
 def flow_drop(state: str) -> None:
     """Forgets a flow the authorization server refused (the person said no)."""
     McpAuthorization.objects.filter(state=state).delete()
-
