@@ -64,6 +64,7 @@ def encrypt(runs: int, rounds: int) -> None:
     try:
         for name, env in (("SQLite", sqlite_env()), ("PostgreSQL", {"DATABASE_URL": cluster.url})):
             env = {**env, "MODEL_PROVIDER": "offline", "OFFLINE_MODEL_DELAY": "0", "RUN_WATCH_INTERVAL": "60",
+                   "LOG_LEVEL": "WARNING", "DEFAULT_RUNS_PER_MINUTE": "0",  # the safe default of 60 a minute would stop the bench
                    "SECRETS_KEYS": Fernet.generate_key().decode()}
             keys = {"plain": prepare(env), "encrypted": _encrypting_key(env)}
             app, url = start("tambo_project.asgi:application", env)
@@ -83,6 +84,40 @@ def encrypt(runs: int, rounds: int) -> None:
                 print(f"{name:<11} {plain:>17.2f} {sealed:>21.2f} {sealed - plain:>+11.2f}")
             finally:
                 app.terminate(), app.wait()
+            subprocess.run([sys.executable, "manage.py", "shell", "-c", "from bench.encrypt import direct; direct()"],
+                           cwd=ROOT, env={**os.environ, **env}, check=True)
     finally:
         cluster.stop()
-    print("CPU is the server process's user+system time over the runs (the client is another process).")
+    print("CPU is the server process's user+system time over the runs (the client is another process); "
+          "`direct` is the keyring's own work for the last run of a 10-run conversation, timed alone.")
+
+
+def direct(repeat: int = 200) -> None:
+    """Inside the server's code (`manage.py shell`): the encryption work of one run, timed alone on the
+    stored rows of the last conversation of the encrypting project. A run on a thread with history
+    decrypts every stored message once (its history), encrypts its two new messages (the user's and
+    the answer) and each event the event log takes."""
+    import json
+    import time
+
+    from runs.models import Run, RunEvent
+    from threads.models import Message, Thread
+    from threads.sealing import open_json, open_text, seal_json, seal_text
+
+    thread = Thread.objects.filter(project__name="bench-encrypted").order_by("-created_at").first()
+    messages = list(Message.objects.filter(thread=thread).values_list("content", flat=True))
+    run = Run.objects.filter(thread=thread).order_by("-created_at").first()
+    events = [open_text(e) for e in RunEvent.objects.filter(run_id=run.id).values_list("data", flat=True)]
+    stored = [seal_json(m).envelope for m in messages]
+    began = time.process_time()
+    for _ in range(repeat):
+        for value in stored:
+            open_json(value)
+        for m in messages[-2:]:
+            seal_json(m)
+        for e in events:
+            seal_text(e, True)
+    per_run = (time.process_time() - began) / repeat * 1000
+    print(f"  direct: {per_run:.2f} ms/run ({len(messages)} messages of "
+          f"{sum(len(json.dumps(m)) for m in messages) // max(1, len(messages))} bytes read, 2 written, "
+          f"{len(events)} events logged)")

@@ -147,7 +147,7 @@ def main() -> None:
         memory_main(sys.argv[2:])
         return
     if len(sys.argv) > 1 and sys.argv[1] in ("pipeline", "concurrency", "per-run", "floor", "resume", "props", "media",
-                                                  "takeover"):
+                                                  "takeover", "encrypt"):
         scenario(sys.argv[1:])
         return
     parser = argparse.ArgumentParser()

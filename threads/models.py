@@ -138,6 +138,11 @@ class Message(models.Model):
             self._thread_sealed = Thread.objects.filter(pk=self.thread_id).values_list("sealed", flat=True).first()
         return bool(self._thread_sealed)
 
+    def thread_sealed_is(self, sealed: bool) -> None:
+        """Tells a message built with only its thread's id whether that thread encrypts, when the
+        caller knows (a batch write that must not read each thread)."""
+        self._thread_sealed = sealed
+
 
 class Suggestion(models.Model):
     """A suggested next user message for an assistant message (docs/protocol.md#thread-names-and-suggestions).

@@ -37,7 +37,7 @@ from runs.stream.event_log import CHANNEL, NOTIFY_LIMIT
 from runs.stream.sse import encode_event
 from threads import services as thread_services
 from threads.models import LEASE_EXPIRED_CODE, LEASE_EXPIRED_ERROR, Message, RunStatus, Thread
-from threads.sealing import open_text
+from threads.sealing import is_sealed, open_text
 
 DEAD_RUN_MESSAGE = "The server process running this run stopped responding."
 SWEEP_BATCH = 500  # expired threads recorded per tick at most; the next tick takes the rest
@@ -209,7 +209,7 @@ def _sweep_postgresql() -> int:
               "final": list(_FINAL), "dead_event": dead_run_event(), "channel": CHANNEL,
               "notify_limit": NOTIFY_LIMIT, "unclaimed": unclaimed_since(timezone.now()),
               "takeover_limit": settings.RUN_TAKEOVER_LIMIT, "sealed": STORED_PREFIX + "%"}
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
             freed, _saved, _woken, sealed = cursor.fetchone()
@@ -222,10 +222,15 @@ def _partials_store(runs: list[Run]) -> None:
     """The checkpointed text of each run as its cancelled assistant message, unless stored already."""
     saved = [r for r in runs if r.partial_message_id and r.partial_text]
     existing = set(Message.objects.filter(id__in=[r.partial_message_id for r in saved]).values_list("id", flat=True))
-    Message.objects.bulk_create([
-        Message(id=r.partial_message_id, thread_id=r.thread_id, run_id=r.id, role=Message.Role.ASSISTANT,
-                content=[{"type": "text", "text": open_text(r.partial_text)}], is_cancelled=True)
-        for r in saved if r.partial_message_id not in existing])
+    messages = []
+    for r in saved:
+        if r.partial_message_id not in existing:
+            message = Message(id=r.partial_message_id, thread_id=r.thread_id, run_id=r.id, role=Message.Role.ASSISTANT,
+                              content=[{"type": "text", "text": open_text(r.partial_text)}], is_cancelled=True)
+            # A checkpoint is encrypted when its thread's content is (runs/control.py): no read of the thread.
+            message.thread_sealed_is(is_sealed(r.partial_text))
+            messages.append(message)
+    Message.objects.bulk_create(messages)
 
 
 def _sweep_portable() -> int:
