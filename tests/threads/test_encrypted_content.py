@@ -15,7 +15,7 @@ import requests
 from cryptography.fernet import Fernet
 from django.contrib.auth.models import User
 from django.core.management import call_command
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -210,10 +210,11 @@ def test_the_checkpointed_text_of_a_dead_run_is_stored_encrypted_and_read_back(p
     thread = services.thread_create(project=project, user_key="alice")
     run = Run.objects.create(thread=thread, status=Run.Status.STREAMING, partial_message_id="msg_partial",
                              partial_text=seal_text("SECRET-PARTIAL", True))
-    Thread.objects.filter(pk=thread.pk).update(run_status=RunStatus.STREAMING, current_run_id=run.pk,
-                                               lease_expires_at=timezone.now() - timedelta(hours=1))
-
-    assert expired_lease_sweep() == 1
+    # Expired inside this test's transaction: a server process's watcher sweeps this database too.
+    with transaction.atomic():
+        Thread.objects.filter(pk=thread.pk).update(run_status=RunStatus.STREAMING, current_run_id=run.pk,
+                                                   lease_expires_at=timezone.now() - timedelta(hours=1))
+        assert expired_lease_sweep() == 1
 
     assert Message.objects.get(pk="msg_partial").content == [{"type": "text", "text": "SECRET-PARTIAL"}]
     assert "SECRET-PARTIAL" not in raw_rows()
