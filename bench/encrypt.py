@@ -64,7 +64,8 @@ def encrypt(runs: int, rounds: int) -> None:
     try:
         for name, env in (("SQLite", sqlite_env()), ("PostgreSQL", {"DATABASE_URL": cluster.url})):
             env = {**env, "MODEL_PROVIDER": "offline", "OFFLINE_MODEL_DELAY": "0", "RUN_WATCH_INTERVAL": "60",
-                   "LOG_LEVEL": "WARNING", "DEFAULT_RUNS_PER_MINUTE": "0",  # the safe default of 60 a minute would stop the bench
+                   # The safe default of 60 runs a minute would stop the bench.
+                   "LOG_LEVEL": "WARNING", "DEFAULT_RUNS_PER_MINUTE": "0",
                    "SECRETS_KEYS": Fernet.generate_key().decode()}
             keys = {"plain": prepare(env), "encrypted": _encrypting_key(env)}
             app, url = start("tambo_project.asgi:application", env)

@@ -23,7 +23,8 @@ def vault_rotate(batch: int) -> dict[str, int]:
         after = 0
         while True:
             with transaction.atomic():
-                rows = list(model.objects.select_for_update().filter(pk__gt=after, **{f"{column}__startswith": STORED_PREFIX})
+                stored = {f"{column}__startswith": STORED_PREFIX}
+                rows = list(model.objects.select_for_update().filter(pk__gt=after, **stored)
                             .order_by("pk").values_list("pk", column)[:batch])
                 for pk, value in rows:
                     model.objects.filter(pk=pk).update(**{column: secret_rotate(value)})

@@ -128,8 +128,9 @@ def partial_store(*, thread: Thread, run: Run) -> Message | None:
         return None
     if Message.objects.filter(id=run.partial_message_id).exists():
         return None
+    text = open_text(run.partial_text)
     return thread_services.message_create(thread=thread, role=Message.Role.ASSISTANT,
-                                          content=[{"type": "text", "text": open_text(run.partial_text)}], run_id=run.id,
+                                          content=[{"type": "text", "text": text}], run_id=run.id,
                                           is_cancelled=True, message_id=run.partial_message_id)
 
 

@@ -54,7 +54,8 @@ def event_log_read(*, run_id: str, after: int, upto: int | None = None, limit: i
     rows = RunEvent.objects.filter(run_id=run_id, seq__gt=after)
     if upto is not None:
         rows = rows.filter(seq__lte=upto)
-    return [(seq, open_text(data), final) for seq, data, final in rows.order_by("seq").values_list("seq", "data", "final")[:limit]]
+    rows = rows.order_by("seq").values_list("seq", "data", "final")[:limit]
+    return [(seq, open_text(data), final) for seq, data, final in rows]
 
 
 def _poll_result(result: list[tuple]) -> tuple[dict[str, list[tuple[int, str, bool]]], set[str]]:

@@ -177,7 +177,8 @@ def test_rows_written_before_the_setting_stay_readable_and_rotation_seals_them_i
         services.message_create(thread=later, role="user", content=[{"type": "text", "text": f"SECRET-{n}"}])
     server = McpServer.objects.create(project=project, name="vaulted", transport="http", url="http://127.0.0.1:9/mcp",
                                       auth="user", oauth_client_secret=secret_store("SECRET-CLIENT"))
-    McpToken.objects.create(server=server, project=project, user_key="alice", tokens=secret_store('{"a": "SECRET-TOKEN"}'))
+    McpToken.objects.create(server=server, project=project, user_key="alice",
+                            tokens=secret_store('{"a": "SECRET-TOKEN"}'))
 
     stored = raw_rows()
     assert "SECRET-BEFORE" in stored and "SECRET-AFTER" not in stored  # mixed rows, both readable
