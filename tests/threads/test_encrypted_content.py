@@ -219,3 +219,24 @@ def test_the_checkpointed_text_of_a_dead_run_is_stored_encrypted_and_read_back(p
 
     assert Message.objects.get(pk="msg_partial").content == [{"type": "text", "text": "SECRET-PARTIAL"}]
     assert "SECRET-PARTIAL" not in raw_rows()
+
+
+def test_retention_takes_uploads_out_of_encrypted_messages_which_stay_encrypted(project):
+    from projects.config import Retention
+    from retention.policy import UPLOADS_STRIPPED, retention_apply
+
+    project_settings_save(project, ProjectSettings(encrypt_content=True,
+                                                   retention=Retention(transcripts_days=365, uploads_days=30)))
+    thread = services.thread_create(project=project, user_key="alice")
+    text = {"type": "text", "text": "SECRET-RECEIPT"}
+    message = services.message_create(thread=thread, role="user",
+                                      content=[text, image_part(IMAGE, name="receipt.png")])
+    Message.objects.filter(pk=message.pk).update(created_at=timezone.now() - timedelta(days=40))
+
+    # Encrypted, the message cannot be searched for a file: it is read, and its file taken out.
+    assert retention_apply()[project.name][UPLOADS_STRIPPED] == 1
+
+    assert Message.objects.get(pk=message.pk).content == [text, {
+        "type": "text", "text": "[receipt.png (image/png): removed by the project's retention]"}]
+    stored = raw_rows()
+    assert "SECRET-RECEIPT" not in stored and "removed by the project" not in stored
