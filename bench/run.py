@@ -9,9 +9,10 @@
     bin/bench media [--images 40]
     bin/bench cluster [--hosts 2] [--workers 2] [--streams 10000] [--deltas 90] [--every 1] [--rate 400]
     bin/bench takeover [--runs 500] [--lease 30] [--delay 0.05]
+    bin/bench encrypt [--runs 50] [--rounds 3]
 
 The named scenarios are in bench/capacity.py, bench/floor.py, bench/resume.py, bench/props.py,
-bench/memory.py, bench/media.py and bench/takeover.py.
+bench/memory.py, bench/media.py, bench/takeover.py and bench/encrypt.py.
 
 Starts the real app under uvicorn (SQLite in a temporary directory, the offline model's
 `!stream N` rule: N deltas with no delay) and the bare ASGI app of bench/baseline_app.py that
@@ -90,6 +91,9 @@ def scenario(argv: list[str]) -> None:
     resume.add_argument("--delay", type=float, default=0.05)
     sub.add_parser("props").add_argument("--repeat", type=int, default=5)
     sub.add_parser("media").add_argument("--images", type=int, default=40)
+    encrypt_parser = sub.add_parser("encrypt")
+    encrypt_parser.add_argument("--runs", type=int, default=50)
+    encrypt_parser.add_argument("--rounds", type=int, default=3)
     takeover_parser = sub.add_parser("takeover")
     takeover_parser.add_argument("--runs", type=int, default=500)
     takeover_parser.add_argument("--lease", type=float, default=30.0)
@@ -116,6 +120,10 @@ def scenario(argv: list[str]) -> None:
         from bench.takeover import takeover as takeover_bench
 
         takeover_bench(args.runs, args.lease, args.delay)
+    elif args.name == "encrypt":
+        from bench.encrypt import encrypt as encrypt_bench
+
+        encrypt_bench(args.runs, args.rounds)
     elif args.name == "media":
         from bench.media import media as media_bench
 
@@ -144,7 +152,7 @@ def main() -> None:
         memory_main(sys.argv[2:])
         return
     if len(sys.argv) > 1 and sys.argv[1] in ("pipeline", "concurrency", "per-run", "floor", "resume", "props", "media",
-                                                  "takeover"):
+                                                  "takeover", "encrypt"):
         scenario(sys.argv[1:])
         return
     parser = argparse.ArgumentParser()

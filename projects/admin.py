@@ -2,6 +2,7 @@
 from django import forms
 from django.contrib import admin, messages
 
+from projects.config import project_settings_saved
 from projects.admin_settings import SettingsField, masked, settings_from_form
 from projects.models import ApiKey, Project
 from projects.user_tokens import user_token_settings_errors
@@ -51,8 +52,10 @@ class ProjectAdmin(admin.ModelAdmin):
     inlines = [ApiKeyInline]
 
     def save_model(self, request, obj, form, change):
-        _save_settings(obj, form)
+        written = _save_settings(obj, form)
         super().save_model(request, obj, form, change)
+        if written:
+            project_settings_saved(obj)
     fieldsets = [
         (None, {"fields": ("name", "system_prompt", "max_tool_calls_per_turn", "members")}),
         ("Models, limits and access", {"fields": ("settings_document",)}),
@@ -66,12 +69,14 @@ class ProjectAdmin(admin.ModelAdmin):
     ]
 
 
-def _save_settings(obj: Project, form) -> None:
+def _save_settings(obj: Project, form) -> bool:
     document = form.cleaned_data.get("settings_document")
     if document is not None and document != obj.settings:
         obj.settings = document
         # Every process re-parses a project's settings once per version (projects/config.py).
         obj.settings_version = (obj.settings_version or 0) + 1
+        return True
+    return False
 
 
 @admin.register(ApiKey)

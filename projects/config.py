@@ -175,6 +175,15 @@ class ProjectSettings(SettingsModel):
     memory_enabled: bool = False
     # The model may save and forget memories itself (the save_memory and forget_memory tools).
     memory_tools_enabled: bool = False
+    # Content encrypted at rest (docs/projects.md#content-encrypted-at-rest): messages, tool calls and
+    # results, uploads and component state stored encrypted with SECRETS_KEYS (threads/sealing.py).
+    encrypt_content: bool = False
+
+    @model_validator(mode="after")
+    def _content_needs_keys(self) -> "ProjectSettings":
+        if self.encrypt_content and not any(k.strip() for k in settings.SECRETS_KEYS):
+            raise ValueError("encryptContent needs SECRETS_KEYS (a Fernet key) set on the server")
+        return self
 
     @model_validator(mode="after")
     def _memory_tools_need_memory(self) -> "ProjectSettings":
@@ -229,6 +238,18 @@ def project_settings_dump(value: ProjectSettings) -> dict:
     return value.model_dump(by_alias=True, exclude_defaults=True, mode="json")
 
 
+# Called with (project, its settings) after every write of a project's settings, by the apps that keep
+# something in step with them (threads/apps.py: which threads store their content encrypted); a
+# registry, so this layer imports none of them.
+settings_saved_hooks: list = []
+
+
+def project_settings_saved(project) -> None:
+    value = project_settings(project)
+    for hook in settings_saved_hooks:
+        hook(project, value)
+
+
 def project_settings_save(project, value: ProjectSettings) -> None:
     """Stores `value` as the project's settings and bumps its version (one UPDATE). Secrets are stored
     as given: callers encrypt typed-in values first (projects/secrets.py)."""
@@ -240,3 +261,4 @@ def project_settings_save(project, value: ProjectSettings) -> None:
     Project.objects.filter(pk=project.pk).update(settings=project.settings,
                                                   settings_version=F("settings_version") + 1)
     project.refresh_from_db(fields=["settings_version"])
+    project_settings_saved(project)

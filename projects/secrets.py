@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 
+from typing import Callable
+
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -20,20 +22,45 @@ from providers.base import MissingSecret
 STORED_PREFIX = "fernet:"
 
 
+# What else `manage.py rotate_secrets` re-encrypts: (label, step) registered by the apps that store
+# values with this keyring (tools/apps.py: the MCP vault; threads/apps.py: encrypted content); a step
+# takes the batch size and returns {what: rows re-encrypted}. A registry, so this layer imports none.
+rotation_steps: list[tuple[str, Callable[[int], dict[str, int]]]] = []
+
+
+def rotation_register(label: str, step: Callable[[int], dict[str, int]]) -> None:
+    if all(existing != label for existing, _ in rotation_steps):
+        rotation_steps.append((label, step))
+
+
 class SecretUnreadable(Exception):
     """A stored secret that none of the configured keys decrypts (a key was removed too early)."""
 
 
+# The keyring of the current SECRETS_KEYS: building it decodes every key, which the content of an
+# encrypting project (threads/sealing.py) would otherwise pay on every value.
+_keyring: tuple[tuple[str, ...], MultiFernet] | None = None
+
+
 def _fernet() -> MultiFernet:
-    keys = [k.strip() for k in settings.SECRETS_KEYS if k.strip()]
+    global _keyring
+    keys = tuple(k.strip() for k in settings.SECRETS_KEYS if k.strip())
+    if _keyring is not None and _keyring[0] == keys:
+        return _keyring[1]
     if not keys:
         raise ImproperlyConfigured(
             "Storing a secret needs SECRETS_KEYS (a Fernet key: python -c 'from cryptography.fernet import "
             "Fernet; print(Fernet.generate_key().decode())'); or give the value as env:NAME.")
     try:
-        return MultiFernet([Fernet(k.encode()) for k in keys])
+        ring = MultiFernet([Fernet(k.encode()) for k in keys])
     except ValueError as exc:
         raise ImproperlyConfigured("SECRETS_KEYS holds a value that is not a Fernet key.") from exc
+    _keyring = (keys, ring)
+    return ring
+
+
+def keys_configured() -> bool:
+    return any(k.strip() for k in settings.SECRETS_KEYS)
 
 
 def is_stored(value: str | None) -> bool:
@@ -65,6 +92,20 @@ def secret_resolve(value: str | None) -> str | None:
         except InvalidToken as exc:
             raise SecretUnreadable("A stored secret cannot be decrypted with SECRETS_KEYS.") from exc
     return value
+
+
+def seal(text: str) -> str:
+    """`text` encrypted with the first key, in the stored form (`fernet:<token>`), whatever it looks
+    like: the content of an encrypting project (threads/sealing.py), where no `env:` form exists."""
+    return STORED_PREFIX + _fernet().encrypt(text.encode()).decode()
+
+
+def unseal(value: str) -> str:
+    """The text of a value `seal` stored. Raises SecretUnreadable when no configured key decrypts it."""
+    try:
+        return _fernet().decrypt(value[len(STORED_PREFIX):].encode()).decode()
+    except InvalidToken as exc:
+        raise SecretUnreadable("Stored content cannot be decrypted with SECRETS_KEYS.") from exc
 
 
 def secret_rotate(value: str | None) -> str | None:

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any, Callable
 
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from projects.config import project_settings
@@ -24,6 +24,7 @@ from retention.batches import BATCH, threads_delete
 from runs.models import Run, RunEvent
 from telemetry.models import Usage
 from threads.models import Message, Thread
+from threads.sealing import seal_json
 
 MAX_BATCHES = 20
 # Messages whose files are stripped per transaction: each is read and written whole, files and all
@@ -101,15 +102,17 @@ def uploads_strip(project: Project, cutoff: datetime, *, batch: int, max_batches
     after = ""
     for _ in range(max_batches):
         with transaction.atomic():
-            rows = list(Message.objects.filter(thread__project=project, created_at__lt=cutoff, pk__gt=after,
-                                               content__icontains='"blob"')
+            # An encrypted message (threads/sealing.py) cannot be searched for "blob": each is read.
+            rows = list(Message.objects.filter(Q(content__icontains='"blob"') | Q(content__icontains='"fernet:'),
+                                               thread__project=project, created_at__lt=cutoff, pk__gt=after)
                         .order_by("pk").select_for_update(skip_locked=True, of=("self",))
-                        .only("pk", "content")[:batch])
+                        .annotate(thread_sealed=F("thread__sealed")).only("pk", "content")[:batch])
             changed = []
             for message in rows:
                 content, count = _without_blobs(message.content)
                 if count:
-                    message.content = content
+                    # bulk_update skips the field's pre_save, where a message is encrypted.
+                    message.content = seal_json(content) if message.thread_sealed else content
                     changed.append(message)
                     removed += count
             if changed:

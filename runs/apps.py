@@ -24,3 +24,9 @@ class RunsConfig(AppConfig):
         thread_changes_register(thread_changed_notify)
         follower.listeners.append(thread_watch.heard)
         flusher.thread_listeners.append(thread_watch.heard)
+
+        # `manage.py rotate_secrets` re-encrypts the encrypted rows of runs too (threads/sealing.py).
+        from projects.secrets import rotation_register
+        from runs.rotation import runs_rotate
+
+        rotation_register("runs", runs_rotate)

@@ -37,6 +37,7 @@ from runs.stream.event_log import event_log_cleanup
 from runs.stream.feeds import flusher
 from runs.stream.follow import follower
 from runs.stream.thread_watch import thread_watch
+from threads.sealing import seal_text
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -74,6 +75,7 @@ class RunControl:
         self._queue: asyncio.Queue | None = None
         # The model step in progress (runs/step.py), set by the loop; the watcher checkpoints its text.
         self.step = None
+        self.sealed = False  # the thread's content is stored encrypted (threads/sealing.py): so is its checkpoint
         self.checkpointed: tuple[str, int] | None = None  # (message id, text length) last written
         self.checkpointed_at = 0.0
         # Set once the run's task is over: everything it stores (the partial message, its end) stored.
@@ -310,7 +312,8 @@ class Watcher:
         if follower.mirrors:
             follower.wake()
         thread_watch.tick(now)  # a notification lost while LISTEN reconnected costs seconds at most
-        flagged, written, claimed = await db_call(_tick_in_db, run_ids, checkpoints, cleanup, self.takeover_room())
+        stored = {rid: (mid, seal_text(text, self.controls[rid].sealed)) for rid, (mid, text) in checkpoints.items()}
+        flagged, written, claimed = await db_call(_tick_in_db, run_ids, stored, cleanup, self.takeover_room())
         for run_id in claimed:
             # Each in its own task: reading a run's history must not hold up the next tick's renewals.
             task = asyncio.get_running_loop().create_task(self._take_over(run_id), context=contextvars.Context())

@@ -111,6 +111,7 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
                 async for event in _resolve_calls(started, redo, toolbox, control, messages, []):
                     yield event
             carried = started.resumed.carried
+        control.sealed = thread.sealed
         step_limit = model_calls_limit(thread.project, settings.MAX_MODEL_CALLS_PER_RUN)
         calls = 0
         # A step is a model call; a server or MCP call that timed out counts as one more (toolbox.timeouts).

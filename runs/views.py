@@ -112,7 +112,8 @@ def stream_run(started: services.StartedRun, adapt=None) -> StreamingHttpRespons
     control = RunControl(started.run.id)
     watcher.register(control)
     logged = adapt is None
-    feed = flusher.feed_for(started.run.id, started.thread.id) if logged else Feed(started.run.id)
+    feed = (flusher.feed_for(started.run.id, started.thread.id, encrypt=started.thread.sealed) if logged
+            else Feed(started.run.id))
     keep_going = logged and outlives_disconnect(started)
     reading = asyncio.Event()
     events = advance(started, control, started.models or get_provider())
@@ -129,7 +130,7 @@ def run_unread(started: services.StartedRun, *, after: int = 0) -> None:
     to its feed and the event log only, for the events routes of any process."""
     control = RunControl(started.run.id)
     watcher.register(control)
-    feed = flusher.feed_for(started.run.id, started.thread.id, after=after)
+    feed = flusher.feed_for(started.run.id, started.thread.id, after=after, encrypt=started.thread.sealed)
     _launch(_produce(advance(started, control, started.models or get_provider()), feed, control, None, True))
 
 

@@ -61,7 +61,7 @@ class ThreadAdmin(ReadOnly, admin.ModelAdmin):
     list_display = ("id", "name", "project", "user_key", "run_status", "updated_at")
     list_filter = ("run_status", "project")
     search_fields = ("id", "user_key", "name", "external_id")
-    readonly_fields = ("id", "external_id", "agui_state", "run_status", "current_run_id", "lease_expires_at",
+    readonly_fields = ("id", "external_id", "sealed", "agui_state", "run_status", "current_run_id", "lease_expires_at",
                        "pending_tool_call_ids", "last_completed_run_id", "last_run_cancelled", "last_run_error",
                        "created_at", "updated_at")
     inlines = [MessageInline]
@@ -101,8 +101,9 @@ class MessageAdmin(ReadOnly, admin.ModelAdmin):
     # The cancelled flag and the thread are on the message's page: the list fits 1280 px.
     list_display = ("id", "role", "preview", "created_at")
     list_filter = ("role", "is_cancelled")
-    # `content` searches the message's JSON as text, so the words of a message find it.
-    search_fields = ("id", "thread__id", "tool_call_id", "external_id", "content")
+    # `content` searches the message's JSON as text, so the words of a message find it; not those of a
+    # project that encrypts its content (threads/sealing.py), found by ids and the thread's user key only.
+    search_fields = ("id", "thread__id", "thread__user_key", "tool_call_id", "external_id", "content")
     ordering = ("-created_at", "-id")
     readonly_fields = ("id", "thread", "run_id", "role", "readable_content", "readable_component_state",
                        "tool_call_id", "external_id", "parent_message", "is_cancelled", "metadata",

@@ -9,6 +9,7 @@ from django.utils import timezone
 from core.clock import now_unique
 from core.ids import new_id
 from projects.identities import STORED_MAX_LENGTH
+from threads.sealing import SealedJSONField
 
 
 def _thread_id() -> str:
@@ -52,9 +53,12 @@ class Thread(models.Model):
     # The AG-UI client's own `threadId` for a thread driven through POST /v1/agui (runs/agui/protocol.py), and
     # the AG-UI state it last sent, echoed back as STATE_SNAPSHOT at the start of every AG-UI run.
     external_id = models.CharField(max_length=200, null=True, blank=True)
-    agui_state = models.JSONField(null=True, blank=True)
+    agui_state = SealedJSONField(null=True, blank=True)
     created_at = models.DateTimeField(default=now_unique)
     updated_at = models.DateTimeField(default=timezone.now)
+    # The thread's content is stored encrypted (threads/sealing.py): its project's `encryptContent`,
+    # set when the thread is created and whenever the project's settings are written.
+    sealed = models.BooleanField(default=False)
 
     class Meta:
         constraints = [
@@ -70,6 +74,9 @@ class Thread(models.Model):
 
     def __str__(self) -> str:
         return self.name or self.id
+
+    def seals_content(self) -> bool:
+        return self.sealed
 
     @property
     def has_live_run(self) -> bool:
@@ -94,33 +101,47 @@ class Message(models.Model):
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="messages")
     run_id = models.CharField(max_length=40, null=True, blank=True)
     role = models.CharField(max_length=16, choices=Role.choices)
-    content = models.JSONField(default=list)
+    content = SealedJSONField(default=list)
     tool_call_id = models.CharField(max_length=200, null=True, blank=True)
     parent_message = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"
     )
     is_cancelled = models.BooleanField(default=False)
     # Current state of each component rendered in this message, by component id.
-    component_state = models.JSONField(default=dict, blank=True)
+    component_state = SealedJSONField(default=dict, blank=True)
     metadata = models.JSONField(null=True, blank=True)
-    additional_context = models.JSONField(null=True, blank=True)
+    additional_context = SealedJSONField(null=True, blank=True)
     # The id an AG-UI client gave this message, so history it sends again is recognised (runs/agui/protocol.py).
     external_id = models.CharField(max_length=200, null=True, blank=True)
     created_at = models.DateTimeField(default=now_unique)
     # The model's reasoning before this assistant message (one string per block) and how long it
     # took; shown to the user, never sent back to the model as text (runs/reasoning.py).
-    reasoning = models.JSONField(null=True, blank=True)
+    reasoning = SealedJSONField(null=True, blank=True)
     reasoning_duration_ms = models.PositiveIntegerField(null=True, blank=True)
     # The provider's own reasoning blocks (Anthropic's thinking with its signature, redacted thinking),
     # exactly as they streamed: with thinking on, Anthropic wants them back before the turn's tool
     # calls (runs/history.py). Never shown to anyone.
-    reasoning_blocks = models.JSONField(null=True, blank=True)
+    reasoning_blocks = SealedJSONField(null=True, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["thread", "created_at", "id"], name="message_list_idx")]
 
     def __str__(self) -> str:
         return f"{self.role} {self.id}"
+
+    def seals_content(self) -> bool:
+        """Its thread's `sealed`: the thread the run path holds, else read once (threads/sealing.py)."""
+        thread = Message._meta.get_field("thread").get_cached_value(self, None)
+        if thread is not None:
+            return thread.sealed
+        if not hasattr(self, "_thread_sealed"):
+            self._thread_sealed = Thread.objects.filter(pk=self.thread_id).values_list("sealed", flat=True).first()
+        return bool(self._thread_sealed)
+
+    def thread_sealed_is(self, sealed: bool) -> None:
+        """Tells a message built with only its thread's id whether that thread encrypts, when the
+        caller knows (a batch write that must not read each thread)."""
+        self._thread_sealed = sealed
 
 
 class Suggestion(models.Model):

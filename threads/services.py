@@ -11,6 +11,7 @@ from django.utils import timezone
 from clientsdk import wire
 from core.problems import BUSY_RETRY_AFTER, Problem
 from core.statements import Insert
+from projects.config import project_settings
 from projects.models import Project
 from threads.changes import thread_changed
 from threads.initial_messages import initial_messages_check
@@ -36,7 +37,8 @@ def thread_create(
     initial_messages_check(project=project, messages=initial_messages, field="initialMessages")
     # No savepoint inside a caller's transaction (the run start's): a failure rolls that back anyway.
     with transaction.atomic(savepoint=False):
-        thread = Thread(project=project, user_key=user_key, metadata=metadata, name=name, external_id=external_id)
+        thread = Thread(project=project, user_key=user_key, metadata=metadata, name=name, external_id=external_id,
+                        sealed=project_settings(project).encrypt_content)
         if before_insert is not None:
             before_insert(thread)
         _THREAD_INSERT.save(thread)

@@ -11,3 +11,8 @@ class ToolsConfig(AppConfig):
         from core.error_shapes import PROBLEM_JSON, error_shape_register
 
         error_shape_register("/mcp", PROBLEM_JSON)
+        # `manage.py rotate_secrets` re-encrypts the MCP vault too (projects/secrets.py).
+        from projects.secrets import rotation_register
+        from tools.vault_rotation import vault_rotate
+
+        rotation_register("MCP vault", vault_rotate)

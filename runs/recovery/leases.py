@@ -30,12 +30,14 @@ from django.db import connection, transaction
 from django.db.models import Case, Count, Max, Q, Value, When
 from django.utils import timezone
 
+from projects.secrets import STORED_PREFIX
 from runs.lock import FINAL_RUN_STATUSES, OWNED
 from runs.models import Run, RunEvent
 from runs.stream.event_log import CHANNEL, NOTIFY_LIMIT
 from runs.stream.sse import encode_event
 from threads import services as thread_services
 from threads.models import LEASE_EXPIRED_CODE, LEASE_EXPIRED_ERROR, Message, RunStatus, Thread
+from threads.sealing import is_sealed, open_text
 
 DEAD_RUN_MESSAGE = "The server process running this run stopped responding."
 SWEEP_BATCH = 500  # expired threads recorded per tick at most; the next tick takes the rest
@@ -126,8 +128,9 @@ def partial_store(*, thread: Thread, run: Run) -> Message | None:
         return None
     if Message.objects.filter(id=run.partial_message_id).exists():
         return None
+    text = open_text(run.partial_text)
     return thread_services.message_create(thread=thread, role=Message.Role.ASSISTANT,
-                                          content=[{"type": "text", "text": run.partial_text}], run_id=run.id,
+                                          content=[{"type": "text", "text": text}], run_id=run.id,
                                           is_cancelled=True, message_id=run.partial_message_id)
 
 
@@ -184,6 +187,7 @@ def _sweep_postgresql() -> int:
                    '{{}}'::jsonb, %(now)s
             FROM failed AS f
             WHERE f.partial_message_id IS NOT NULL AND f.partial_text <> ''
+              AND f.partial_text NOT LIKE %(sealed)s
               AND NOT EXISTS (SELECT 1 FROM {message_t} AS m WHERE m.id = f.partial_message_id)
             RETURNING id
         ), logged AS (
@@ -197,17 +201,37 @@ def _sweep_postgresql() -> int:
             SELECT pg_notify(%(channel)s, CASE WHEN length(ids) > %(notify_limit)s THEN '*' ELSE ids END)
             FROM (SELECT string_agg(run_id, ',') AS ids FROM logged) AS l WHERE ids IS NOT NULL
         )
-        SELECT (SELECT count(*) FROM freed), (SELECT count(*) FROM saved), (SELECT count(*) FROM woken)
+        SELECT (SELECT count(*) FROM freed), (SELECT count(*) FROM saved), (SELECT count(*) FROM woken),
+               (SELECT array_agg(f.id) FROM failed AS f WHERE f.partial_message_id IS NOT NULL
+                AND f.partial_text LIKE %(sealed)s)
     """
     params = {"idle": RunStatus.IDLE.value, "now": timezone.now(), "batch": SWEEP_BATCH,
               "error": json.dumps(LEASE_EXPIRED_ERROR), "code": LEASE_EXPIRED_CODE, "message": DEAD_RUN_MESSAGE,
               "final": list(_FINAL), "dead_event": dead_run_event(), "channel": CHANNEL,
               "notify_limit": NOTIFY_LIMIT, "unclaimed": unclaimed_since(timezone.now()),
-              "takeover_limit": settings.RUN_TAKEOVER_LIMIT}
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        freed, _saved, _woken = cursor.fetchone()
+              "takeover_limit": settings.RUN_TAKEOVER_LIMIT, "sealed": STORED_PREFIX + "%"}
+    with transaction.atomic(savepoint=False):
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            freed, _saved, _woken, sealed = cursor.fetchone()
+        if sealed:  # encrypted checkpoints (threads/sealing.py): SQL cannot build their message
+            _partials_store(list(Run.objects.filter(id__in=sealed)))
     return freed
+
+
+def _partials_store(runs: list[Run]) -> None:
+    """The checkpointed text of each run as its cancelled assistant message, unless stored already."""
+    saved = [r for r in runs if r.partial_message_id and r.partial_text]
+    existing = set(Message.objects.filter(id__in=[r.partial_message_id for r in saved]).values_list("id", flat=True))
+    messages = []
+    for r in saved:
+        if r.partial_message_id not in existing:
+            message = Message(id=r.partial_message_id, thread_id=r.thread_id, run_id=r.id, role=Message.Role.ASSISTANT,
+                              content=[{"type": "text", "text": open_text(r.partial_text)}], is_cancelled=True)
+            # A checkpoint is encrypted when its thread's content is (runs/control.py): no read of the thread.
+            message.thread_sealed_is(is_sealed(r.partial_text))
+            messages.append(message)
+    Message.objects.bulk_create(messages)
 
 
 def _sweep_portable() -> int:
@@ -222,12 +246,6 @@ def _sweep_portable() -> int:
         runs = list(Run.objects.filter(id__in=[r for r in dead.values() if r]).exclude(status__in=_FINAL))
         Run.objects.filter(id__in=[r.id for r in runs]).update(
             status=Run.Status.FAILED, error_code=LEASE_EXPIRED_CODE, error_message=DEAD_RUN_MESSAGE, finished_at=now)
-        saved = [r for r in runs if r.partial_message_id and r.partial_text]
-        existing = set(Message.objects.filter(id__in=[r.partial_message_id for r in saved])
-                       .values_list("id", flat=True))
-        Message.objects.bulk_create([
-            Message(id=r.partial_message_id, thread_id=r.thread_id, run_id=r.id, role=Message.Role.ASSISTANT,
-                    content=[{"type": "text", "text": r.partial_text}], is_cancelled=True)
-            for r in saved if r.partial_message_id not in existing])
+        _partials_store(runs)
         event_log_dead_runs(run_ids=[r.id for r in runs])
     return len(dead)

@@ -49,6 +49,7 @@ from runs.step import Call, Step
 from runs.toolbox import mcp_tools_load
 from threads.content import block_text
 from threads.models import LEASE_EXPIRED_CODE, Message, RunStatus, Thread
+from threads.sealing import open_text
 from tools.registry import get_tool
 from tools.selectors import project_tools_of
 
@@ -56,6 +57,7 @@ log = logging.getLogger(__name__)
 
 HANDED_OVER = "handed-over"  # Run.owner of a run a shutting-down process gave up: nobody may write for it
 SHUTDOWN_CODE = "SERVER_SHUTTING_DOWN"
+_DELTAS = {"TEXT_MESSAGE_CONTENT", "TOOL_CALL_ARGS"}  # left out of the preamble
 # The events that open something the client then expects to see closed, and the event closing each.
 _CLOSERS = {"TEXT_MESSAGE_START": "TEXT_MESSAGE_END", "TOOL_CALL_START": "TOOL_CALL_END",
             "THINKING_TEXT_MESSAGE_START": "THINKING_TEXT_MESSAGE_END", "THINKING_START": "THINKING_END"}
@@ -193,22 +195,22 @@ def _preamble(run: Run, thread: Thread, resumed: Resumed) -> tuple[int, list[Bas
     """(the last logged event id, the events the client is shown before the run goes on); sets
     `resumed.carried`, the step in flight as the client saw it (runs/carry.py), which the run goes on with.
 
-    Reads the run's logged events without their text and argument deltas, then those of the step in
-    flight alone.
+    Reads the run's logged events once, opened in Python: an encrypting project's rows
+    (threads/sealing.py) cannot be told apart in SQL, and a takeover is rare enough that reading its
+    run's deltas too costs nothing that matters.
     """
-    rows = RunEvent.objects.filter(run_id=run.id).exclude(data__startswith='{"type":"TEXT_MESSAGE_CONTENT"').exclude(
-        data__startswith='{"type":"TOOL_CALL_ARGS"').order_by("seq").values_list("data", flat=True)
-    last = RunEvent.objects.filter(run_id=run.id).order_by("-seq").values_list("seq", flat=True).first() or 0
+    rows = list(RunEvent.objects.filter(run_id=run.id).order_by("seq").values_list("seq", "data"))
+    last = rows[-1][0] if rows else 0
+    events = [json.loads(open_text(data)) for _, data in rows]
     seen = _Seen()
-    for data in rows:
-        seen.see(json.loads(data))
+    for event in events:
+        if event.get("type") not in _DELTAS:
+            seen.see(event)
     carried = seen.carried(stored=Message.objects.filter(id=seen.current).exists() if seen.current else True)
     if carried.message_id:
-        carried.text = "".join(json.loads(data)["delta"] for data in _deltas(run, "TEXT_MESSAGE_CONTENT", "messageId",
-                                                                          carried.message_id))
+        carried.text = "".join(_deltas(events, "TEXT_MESSAGE_CONTENT", "messageId", carried.message_id))
         for call in carried.calls:
-            call.arguments = "".join(json.loads(data)["delta"] for data in _deltas(run, "TOOL_CALL_ARGS", "toolCallId",
-                                                                                call.id))
+            call.arguments = "".join(_deltas(events, "TOOL_CALL_ARGS", "toolCallId", call.id))
     resumed.carried = carried
     # What the client saw open and the run does not carry on is closed; stored results it never saw are shown.
     keep = {("TEXT_MESSAGE_START", carried.message_id)} if carried.text_open else set()
@@ -278,10 +280,8 @@ def _named(event: dict[str, Any]) -> str | None:
     return None
 
 
-def _deltas(run: Run, kind: str, field_name: str, key: str):
-    return RunEvent.objects.filter(run_id=run.id, data__startswith=f'{{"type":"{kind}"',
-                                   data__contains=f'"{field_name}":{json.dumps(key)}').order_by("seq").values_list(
-        "data", flat=True)
+def _deltas(events: list[dict[str, Any]], kind: str, field_name: str, key: str) -> list[str]:
+    return [event["delta"] for event in events if event.get("type") == kind and event.get(field_name) == key]
 
 
 def _unseen_results(run: Run, seen: _Seen) -> list[BaseEvent]:

@@ -21,6 +21,7 @@ from psycopg.conninfo import make_conninfo
 
 from core.statements import prepare, quote
 from runs.models import THIS_PROCESS, Run, RunEvent
+from threads.sealing import open_text
 
 CHANNEL = "tambo_run_events"
 NOTIFY_LIMIT = 7000  # bytes of run ids in one notification (PostgreSQL's limit is 8000); beyond, "*"
@@ -53,7 +54,8 @@ def event_log_read(*, run_id: str, after: int, upto: int | None = None, limit: i
     rows = RunEvent.objects.filter(run_id=run_id, seq__gt=after)
     if upto is not None:
         rows = rows.filter(seq__lte=upto)
-    return list(rows.order_by("seq").values_list("seq", "data", "final")[:limit])
+    rows = rows.order_by("seq").values_list("seq", "data", "final")[:limit]
+    return [(seq, open_text(data), final) for seq, data, final in rows]
 
 
 def _poll_result(result: list[tuple]) -> tuple[dict[str, list[tuple[int, str, bool]]], set[str]]:
@@ -62,7 +64,7 @@ def _poll_result(result: list[tuple]) -> tuple[dict[str, list[tuple[int, str, bo
     for run_id, seq, data, final, status, finished_at in result:
         finished[run_id] = (status, finished_at)
         if seq is not None:
-            events.setdefault(run_id, []).append((seq, data, final))
+            events.setdefault(run_id, []).append((seq, open_text(data), final))
     over = {rid for rid, (status, finished_at) in finished.items()
             if not any(f for _, _, f in events.get(rid, ())) and _orphaned(status, finished_at)}
     return events, over

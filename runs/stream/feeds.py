@@ -40,6 +40,7 @@ from core import memory
 from core.db import db_call, log_db_failure
 from runs.stream.event_log import event_log_connection, event_log_write
 from runs.stream.sse import encode_event, merge_encoded
+from threads.sealing import seal_text
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,8 @@ class Feed:
         self.run_id = run_id
         self.thread_id = thread_id  # named with the run's in the event log's notifications (thread streams)
         self.logged = logged  # its events go to the event log (and may only be dropped once written)
+        # Its thread's content is stored encrypted (threads/sealing.py): so are its event log rows.
+        self.encrypt = False
         self._on_append = on_append
         self._pending: list[tuple[bytes, BaseEvent | None]] = []
         self._frames: list[bytes] = []  # the sealed frames kept, ids first_seq … last_seq
@@ -273,11 +276,12 @@ class Flusher:
         # Told the thread of each run that starts here (runs/stream/thread_watch.py), at once.
         self.thread_listeners: list[Callable[[list[str]], None]] = []
 
-    def feed_for(self, run_id: str, thread_id: str | None = None, after: int = 0) -> Feed:
+    def feed_for(self, run_id: str, thread_id: str | None = None, after: int = 0, *, encrypt: bool = False) -> Feed:
         """A new logged feed for a run that starts streaming in this process (of thread `thread_id`;
         numbered after `after`: a run taken over from another process goes on after the events that
         process logged)."""
         feed = Feed(run_id, logged=True, after=after, on_append=self._mark_dirty, thread_id=thread_id)
+        feed.encrypt = encrypt
         self.feeds[run_id] = feed
         self.ensure_started()
         if thread_id is not None:
@@ -351,7 +355,8 @@ class Flusher:
         for run_id, feed in list(self.feeds.items()):
             feed.seal()
             if feed.unlogged:
-                rows.extend((run_id, seq, data, final) for seq, data, final in feed.unlogged)
+                # Encrypted per flush, not per token: each event of the batch one Fernet token.
+                rows.extend((run_id, seq, seal_text(data, feed.encrypt), final) for seq, data, final in feed.unlogged)
                 batch[run_id] = feed.unlogged[-1][0]
                 if feed.thread_id is not None:
                     threads.append(feed.thread_id)

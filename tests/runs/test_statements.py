@@ -113,6 +113,27 @@ def test_a_plain_run_on_an_existing_thread_stays_within_budget(transactional_db,
     assert len(log) <= _budget(EXISTING_THREAD_RUN_BUDGET), str(log)
 
 
+def test_an_encrypting_project_s_run_costs_no_statement_more(transactional_db, project, api_key, fast_offline,
+                                                             settings):
+    """The thread's `sealed` flag comes with the locked row: encrypting what a run writes and decrypting
+    its history reads nothing more (threads/sealing.py)."""
+    from cryptography.fernet import Fernet
+
+    from projects.config import Limits, ProjectSettings, project_settings_save
+    from threads.models import Thread
+
+    settings.SECRETS_KEYS = [Fernet.generate_key().decode()]
+    project_settings_save(project, ProjectSettings(limits=Limits(runs_per_minute=0), encrypt_content=True))
+    with counting_statements() as new:
+        headers, _ = _stream(api_key, "/v1/threads/runs", _body("hello"))
+    with counting_statements() as existing:
+        _, events = _stream(api_key, f"/v1/threads/{headers['X-Thread-Id']}/runs",
+                            _body("again", previousRunId=headers["X-Run-Id"]))
+    assert events[-1]["type"] == "RUN_FINISHED" and Thread.objects.get(pk=headers["X-Thread-Id"]).sealed
+    assert len(new) <= _budget(NEW_THREAD_RUN_BUDGET), str(new)
+    assert len(existing) <= _budget(EXISTING_THREAD_RUN_BUDGET), str(existing)
+
+
 def test_a_plain_run_crosses_to_the_database_twice(transactional_db, api_key, fast_offline, monkeypatch):
     """The start (key, body, lock, input, history) is one database call and the end (the answer, the
     release, the usage row) another, on a new thread and on an existing one (docs/performance.md)."""
