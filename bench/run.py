@@ -10,9 +10,10 @@
     bin/bench cluster [--hosts 2] [--workers 2] [--streams 10000] [--deltas 90] [--every 1] [--rate 400]
     bin/bench takeover [--runs 500] [--lease 30] [--delay 0.05]
     bin/bench encrypt [--runs 50] [--rounds 3]
+    bin/bench retention [ROWS ...]   (default 100000 1000000)
 
 The named scenarios are in bench/capacity.py, bench/floor.py, bench/resume.py, bench/props.py,
-bench/memory.py, bench/media.py, bench/takeover.py and bench/encrypt.py.
+bench/memory.py, bench/media.py, bench/takeover.py, bench/encrypt.py and bench/retention.py.
 
 Starts the real app under uvicorn (SQLite in a temporary directory, the offline model's
 `!stream N` rule: N deltas with no delay) and the bare ASGI app of bench/baseline_app.py that
