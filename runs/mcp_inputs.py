@@ -62,7 +62,7 @@ class InputAsk:
 
     def call_arguments(self) -> dict[str, Any]:
         """The synthetic call's arguments: what the app shows the user."""
-        return {"serverName": self.server, "toolName": self.name, "toolCallId": self.call_id, **self.request}
+        return {"serverName": self.server, "toolName": self.name, "mcpToolCallId": self.call_id, **self.request}
 
     def wire(self) -> dict[str, Any]:
         """The request as `tambo.run.awaiting_input`'s `inputRequests` lists it."""

@@ -258,7 +258,7 @@ def _interrupts(value: dict[str, Any]) -> list[Interrupt]:
             out.append(Interrupt(id=call["toolCallId"], reason="tool_call", tool_call_id=call["toolCallId"],
                                  metadata={"toolName": call["toolName"], "arguments": call["arguments"]}))
             continue
-        metadata = {k: request[k] for k in ("serverName", "toolName", "toolCallId", "mode", "url", "elicitationId")
+        metadata = {k: request[k] for k in ("serverName", "toolName", "mcpToolCallId", "mode", "url", "elicitationId")
                     if k in request}
         out.append(Interrupt(id=call["toolCallId"], reason=INTERRUPT_REASON, message=request.get("message"),
                              tool_call_id=call["toolCallId"], response_schema=request.get("requestedSchema"),

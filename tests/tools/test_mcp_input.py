@@ -1,0 +1,205 @@
+"""An MCP tool that asks the user for input pauses the run (docs/protocol.md#the-event-stream,
+docs/tools.md#input-requests): the real test server (tests/support/mcp_elicit_server.py) over streamable
+HTTP on loopback, in both protocol eras, and the offline model, which answers "Tool <name> returned:
+<text>" once the tool's result reaches it.
+"""
+from __future__ import annotations
+
+import json
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.mcp_fixtures import running_elicit_mcp_server
+from tests.support.run_requests import last_run_id, run, stored_results, text_of, tool_results
+from tests.support.sse import types
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SEATS = "How many seats for Tosca?"
+
+
+@pytest.fixture(scope="module")
+def call_log() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory() as folder:
+        yield Path(folder)
+
+
+@pytest.fixture(scope="module", params=["2026-07-28", "session"])
+def era_server(request, call_log) -> Iterator[tuple[str, str, Path]]:
+    """(era, URL, call log) of a server of each era."""
+    log = call_log / f"{request.param}.jsonl"
+    with running_elicit_mcp_server(legacy=request.param == "session", call_log=str(log)) as url:
+        yield request.param, url, log
+
+
+def calls_of(log: Path, tool: str) -> list[dict]:
+    return [entry for line in log.read_text().splitlines() if (entry := json.loads(line))["tool"] == tool] \
+        if log.exists() else []
+
+
+def add_server(project, url: str, name: str = "demo"):
+    from tools.models import McpServer
+
+    return McpServer.objects.create(project=project, name=name, transport="http", url=url)
+
+
+def awaiting(events: list[dict]) -> dict:
+    [custom] = [e for e in events if e["type"] == "CUSTOM" and e["name"] == "tambo.run.awaiting_input"]
+    return custom["value"]
+
+
+def answer(thread_id: str, api, input_call_id: str, value, **extra) -> list[dict]:
+    block = {"type": "tool_result", "toolUseId": input_call_id,
+             "content": [{"type": "text", "text": json.dumps(value)}], **extra}
+    _, events = run(api, content=[block], thread_id=thread_id, previousRunId=last_run_id(api, thread_id))
+    return events
+
+
+def ask_to_book(api, tool: str = "demo__book") -> tuple[str, list[dict], dict]:
+    thread_id, events = run(api, f'Please use {tool} {{"show": "Tosca"}}')
+    return thread_id, events, awaiting(events)
+
+
+def test_a_tool_that_asks_pauses_the_run_with_the_request_and_its_schema(api, project, era_server):
+    era, url, log = era_server
+    add_server(project, url)
+    before = len(calls_of(log, "book"))
+    thread_id, events, value = ask_to_book(api)
+
+    assert types(events)[-1] == "RUN_FINISHED" and "RUN_ERROR" not in types(events)
+    assert tool_results(events) == []  # the tool has no result yet
+    model_call = next(e for e in events if e["type"] == "TOOL_CALL_START" and e["toolCallName"] == "demo__book")
+    [request] = value["inputRequests"]
+    assert request["message"] == SEATS and request["mode"] == "form"
+    assert request["requestedSchema"]["properties"]["seats"]["type"] == "integer"
+    assert request["requestedSchema"]["required"] == ["seats"]
+    assert request["serverName"] == "demo" and request["toolName"] == "demo__book"
+    assert request["mcpToolCallId"] == model_call["toolCallId"]
+    # Asked through a synthetic client tool call, which @tambo-ai/client runs as any client tool.
+    input_call_id = request["toolCallId"]
+    assert input_call_id != model_call["toolCallId"]
+    [pending] = value["pendingToolCalls"]
+    assert pending["toolCallId"] == input_call_id and pending["toolName"] == "tambo_mcp_input"
+    assert json.loads(pending["arguments"]) == {k: v for k, v in request.items() if k != "toolCallId"}
+    synthetic = [e for e in events if e.get("toolCallId") == input_call_id]
+    assert [e["type"] for e in synthetic] == ["TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END"]
+    assert synthetic[0]["toolCallName"] == "tambo_mcp_input"
+    assert json.loads(synthetic[1]["delta"])["message"] == SEATS
+    assert events[-1]["outcome"] == {"type": "success", "pendingToolCallIds": [input_call_id]}
+    thread = api.get(f"/v1/threads/{thread_id}").json()
+    assert thread["runStatus"] == "idle" and thread["pendingToolCallIds"] == [input_call_id]
+    assert stored_results(api, thread_id) == []
+    # The server was called once, in the era it speaks.
+    calls = calls_of(log, "book")[before:]
+    assert len(calls) == 1
+    assert (calls[0]["era"] == "2026-07-28") == (era == "2026-07-28")
+
+
+def test_the_answer_on_the_continuation_reaches_the_tool_and_its_result_the_model(api, project, era_server):
+    era, url, log = era_server
+    add_server(project, url)
+    thread_id, events, value = ask_to_book(api)
+    model_call_id = value["inputRequests"][0]["mcpToolCallId"]
+    before = len(calls_of(log, "book"))
+
+    after = answer(thread_id, api, value["pendingToolCalls"][0]["toolCallId"],
+                   {"action": "accept", "content": {"seats": 2}})
+
+    assert types(after)[0] == "RUN_STARTED" and types(after)[-1] == "RUN_FINISHED"
+    [result] = tool_results(after)
+    assert result["toolCallId"] == model_call_id and result["content"] == "Booked 2 seats for Tosca."
+    assert text_of(after) == "Tool demo__book returned: Booked 2 seats for Tosca."
+    # The call was made once more, with the answer (in the 2026-07-28 era that is two requests: the call
+    # asks again, and the SDK's retry carries the answer); the answer itself is no message of the thread.
+    assert len(calls_of(log, "book")) == before + (2 if era == "2026-07-28" else 1)
+    assert stored_results(api, thread_id) == [{"type": "tool_result", "toolUseId": model_call_id,
+                                                "content": [{"type": "text", "text": "Booked 2 seats for Tosca."}]}]
+    thread = api.get(f"/v1/threads/{thread_id}").json()
+    assert thread["runStatus"] == "idle" and "pendingToolCallIds" not in thread
+    assert thread["messages"][-1]["content"] == [{"type": "text",
+                                                  "text": "Tool demo__book returned: Booked 2 seats for Tosca."}]
+
+
+@pytest.mark.parametrize("reply, chose", [({"action": "decline"}, "decline"), ({"action": "cancel"}, "cancel")])
+def test_a_declined_or_cancelled_request_is_an_answer_too(api, project, era_server, reply, chose):
+    _, url, _ = era_server
+    add_server(project, url)
+    thread_id, _, value = ask_to_book(api)
+
+    after = answer(thread_id, api, value["pendingToolCalls"][0]["toolCallId"], reply)
+
+    [result] = tool_results(after)
+    assert result["content"] == f"Nothing booked for Tosca: the user chose {chose}."
+    assert text_of(after) == f"Tool demo__book returned: Nothing booked for Tosca: the user chose {chose}."
+
+
+def test_an_error_result_from_the_app_cancels_the_request(api, project, era_server):
+    _, url, _ = era_server
+    add_server(project, url)
+    thread_id, _, value = ask_to_book(api)
+
+    after = answer(thread_id, api, value["pendingToolCalls"][0]["toolCallId"], "no form here", isError=True)
+
+    assert tool_results(after)[0]["content"] == "Nothing booked for Tosca: the user chose cancel."
+
+
+def test_a_tool_that_asks_twice_pauses_twice_and_gets_both_answers(api, project, era_server):
+    era, url, log = era_server
+    add_server(project, url)
+    before = len(calls_of(log, "book_with_note"))
+    thread_id, _, first = ask_to_book(api, "demo__book_with_note")
+    assert first["inputRequests"][0]["message"] == SEATS
+
+    second_events = answer(thread_id, api, first["pendingToolCalls"][0]["toolCallId"],
+                           {"action": "accept", "content": {"seats": 3}})
+    second = awaiting(second_events)
+    assert tool_results(second_events) == []
+    assert second["inputRequests"][0]["message"] == "A note for the booking?"
+    assert second["inputRequests"][0]["mcpToolCallId"] == first["inputRequests"][0]["mcpToolCallId"]
+    assert second["pendingToolCalls"][0]["toolCallId"] != first["pendingToolCalls"][0]["toolCallId"]
+
+    done = answer(thread_id, api, second["pendingToolCalls"][0]["toolCallId"],
+                  {"action": "accept", "content": {"note": "aisle"}})
+    assert tool_results(done)[0]["content"] == "Booked 3 seats for Tosca, note: aisle."
+    # Asked, asked again, answered; in the 2026-07-28 era each answer given is one more request of the call.
+    assert len(calls_of(log, "book_with_note")) == before + (1 + 2 + 3 if era == "2026-07-28" else 3)
+
+
+def test_a_new_message_instead_of_an_answer_gives_the_tool_call_an_error_result(api, project, era_server):
+    _, url, _ = era_server
+    add_server(project, url)
+    thread_id, _, value = ask_to_book(api)
+    model_call_id = value["inputRequests"][0]["mcpToolCallId"]
+
+    _, after = run(api, "Never mind.", thread_id=thread_id, previousRunId=last_run_id(api, thread_id))
+
+    assert types(after)[-1] == "RUN_FINISHED"
+    [stored] = stored_results(api, thread_id)
+    assert stored["toolUseId"] == model_call_id and stored["isError"] is True
+
+
+def test_an_answer_for_another_call_is_refused(api, project, era_server):
+    _, url, _ = era_server
+    add_server(project, url)
+    thread_id, _, value = ask_to_book(api)
+    block = {"type": "tool_result", "toolUseId": "call_" + uuid.uuid4().hex,
+             "content": [{"type": "text", "text": "{}"}]}
+    response = api.post(f"/v1/threads/{thread_id}/runs", {
+        "userKey": "alice", "message": {"role": "user", "content": [block]},
+        "previousRunId": last_run_id(api, thread_id)})
+    assert response.status_code == 400 and response.json()["code"] == "INVALID_TOOL_RESULT"
+    assert response.json()["missingToolCallIds"] == [value["pendingToolCalls"][0]["toolCallId"]]
+
+
+def test_the_answering_client_tool_is_never_offered_to_the_model(api, project, era_server):
+    from runs.toolbox import toolbox_build
+    from clientsdk import wire
+
+    tools = [wire.ClientTool.model_validate({"name": "tambo_mcp_input", "description": "asks the user"}),
+             wire.ClientTool.model_validate({"name": "get_weather", "description": "weather"})]
+    toolbox = toolbox_build(client_tools=tools, components=[], enabled=[])
+    assert [t.name for t in toolbox.model_tools()] == ["get_weather"]
