@@ -203,3 +203,68 @@ def test_the_answering_client_tool_is_never_offered_to_the_model(api, project, e
              wire.ClientTool.model_validate({"name": "get_weather", "description": "weather"})]
     toolbox = toolbox_build(client_tools=tools, components=[], enabled=[])
     assert [t.name for t in toolbox.model_tools()] == ["get_weather"]
+
+
+def agui_input(thread_id: str, messages: list[dict], *, version: str | None = "1.0", **extra) -> dict:
+    body = {"threadId": thread_id, "runId": f"r-{uuid.uuid4()}", "messages": messages, "tools": [],
+            "context": [], "state": {}, "forwardedProps": {"userKey": "alice"}, **extra}
+    if version:
+        body["protocolVersion"] = version
+    return body
+
+
+def agui_run(api, body: dict) -> list[dict]:
+    from tests.support.sse import read_events
+
+    response = api.post("/v1/agui", body, stream=True)
+    assert response.status_code == 200, response.text
+    return read_events(response)
+
+
+@pytest.mark.parametrize("reply, text", [
+    ({"status": "resolved", "payload": {"action": "accept", "content": {"seats": 4}}}, "Booked 4 seats for Tosca."),
+    ({"status": "cancelled"}, "Nothing booked for Tosca: the user chose cancel."),
+])
+def test_agui_1_0_gets_an_interrupt_and_answers_it_with_a_resume_entry(api, project, era_server, reply, text):
+    _, url, _ = era_server
+    add_server(project, url)
+    conversation = f"conv-{uuid.uuid4()}"
+    ask = {"id": f"u-{uuid.uuid4()}", "role": "user", "content": 'Please use demo__book {"show": "Tosca"}'}
+    events = agui_run(api, agui_input(conversation, [ask]))
+
+    assert "CUSTOM" not in types(events)
+    outcome = events[-1]["outcome"]
+    assert events[-1]["type"] == "RUN_FINISHED" and outcome["type"] == "interrupt"
+    [interrupt] = outcome["interrupts"]
+    assert interrupt["reason"] == "mcp_input_required" and interrupt["message"] == SEATS
+    assert interrupt["responseSchema"]["properties"]["seats"]["type"] == "integer"
+    assert interrupt["toolCallId"] == interrupt["id"]
+    assert interrupt["metadata"]["serverName"] == "demo" and interrupt["metadata"]["toolName"] == "demo__book"
+
+    after = agui_run(api, agui_input(conversation, [ask], resume=[{"interruptId": interrupt["id"], **reply}]))
+
+    [result] = [e for e in after if e["type"] == "TOOL_CALL_RESULT"]
+    assert result["toolCallId"] == interrupt["metadata"]["mcpToolCallId"] and result["content"] == text
+    assert "".join(e["delta"] for e in after if e["type"] == "TEXT_MESSAGE_CONTENT") == f"Tool demo__book returned: {text}"
+    assert after[-1]["type"] == "RUN_FINISHED" and after[-1].get("outcome", {"type": "success"})["type"] == "success"
+
+
+def test_an_agui_0_0_client_answers_the_synthetic_call_with_a_tool_message(api, project, era_server):
+    _, url, _ = era_server
+    add_server(project, url)
+    conversation = f"conv-{uuid.uuid4()}"
+    ask = {"id": f"u-{uuid.uuid4()}", "role": "user", "content": 'Please use demo__book {"show": "Tosca"}'}
+    events = agui_run(api, agui_input(conversation, [ask], version=None))
+
+    assert "outcome" not in events[-1]
+    [start] = [e for e in events if e["type"] == "TOOL_CALL_START" and e["toolCallName"] == "tambo_mcp_input"]
+    arguments = json.loads("".join(e["delta"] for e in events
+                                   if e["type"] == "TOOL_CALL_ARGS" and e["toolCallId"] == start["toolCallId"]))
+    assert arguments["message"] == SEATS and arguments["requestedSchema"]["required"] == ["seats"]
+    reply = {"id": f"t-{uuid.uuid4()}", "role": "tool", "toolCallId": start["toolCallId"],
+             "content": json.dumps({"action": "accept", "content": {"seats": 1}})}
+
+    after = agui_run(api, agui_input(conversation, [ask, reply], version=None))
+
+    [result] = [e for e in after if e["type"] == "TOOL_CALL_RESULT"]
+    assert result["content"] == "Booked 1 seats for Tosca."
