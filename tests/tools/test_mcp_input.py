@@ -268,3 +268,24 @@ def test_an_agui_0_0_client_answers_the_synthetic_call_with_a_tool_message(api, 
 
     [result] = [e for e in after if e["type"] == "TOOL_CALL_RESULT"]
     assert result["content"] == "Booked 1 seats for Tosca."
+
+
+@pytest.mark.parametrize("reply, text", [({"action": "accept", "content": {"seats": 2}}, "Booked 2 seats for Tosca."),
+                                         ({"action": "decline"}, "Nothing booked for Tosca: the user chose decline.")])
+def test_the_official_client_answers_through_its_registered_tambo_mcp_input_tool(live_server_url, api_key, api, project,
+                                                                                 era_server, reply, text):
+    from tests.support import node
+
+    _, url, _ = era_server
+    add_server(project, url)
+
+    result = node.run_scenario("run.mjs", "mcp_input", live_server_url, api_key,
+                               extra_env={"MCP_INPUT_ANSWER": json.dumps(reply)})
+
+    assert result["request"]["serverName"] == "demo" and result["request"]["toolName"] == "demo__book"
+    assert result["result"] == text and result["finalText"] == f"Tool demo__book returned: {text}"
+    thread = api.get(f"/v1/threads/{result['threadId']}").json()
+    assert thread["runStatus"] == "idle" and "pendingToolCallIds" not in thread
+    results = [b for m in thread["messages"] for b in m["content"] if b["type"] == "tool_result"]
+    # The MCP call's result only: the synthetic call's answer is not a message of the thread.
+    assert [r["toolUseId"] for r in results] == [result["mcpToolCallId"]]
