@@ -289,3 +289,42 @@ def test_the_official_client_answers_through_its_registered_tambo_mcp_input_tool
     results = [b for m in thread["messages"] for b in m["content"] if b["type"] == "tool_result"]
     # The MCP call's result only: the synthetic call's answer is not a message of the thread.
     assert [r["toolUseId"] for r in results] == [result["mcpToolCallId"]]
+
+
+def test_a_connection_per_call_answers_in_order_and_asks_past_the_answers(era_server):
+    """The path of a server behind OAuth (no kept session: tools/mcp_client.py `call_tool`)."""
+    import asyncio
+
+    from tools.mcp_client import McpServerConfig, call_tool
+
+    _, url, _ = era_server
+    config = McpServerConfig(name="demo", transport="http", url=url)
+
+    def call(answers):
+        return asyncio.run(call_tool(config, "book_with_note", {"show": "Tosca"}, timeout=30, answers=answers))
+
+    first = call([])
+    assert first.content == [] and first.input_request.message == SEATS
+    second = call([{"action": "accept", "content": {"seats": 5}}])
+    assert second.input_request.message == "A note for the booking?"
+    assert second.input_request.requested_schema["required"] == ["note"]
+    done = call([{"action": "accept", "content": {"seats": 5}}, {"action": "accept", "content": {"note": "front"}}])
+    assert done.input_request is None and not done.is_error
+    assert done.content == [{"type": "text", "text": "Booked 5 seats for Tosca, note: front."}]
+
+
+@pytest.mark.parametrize("value, answer", [
+    ({"action": "accept", "content": {"seats": 1}}, {"action": "accept", "content": {"seats": 1}}),
+    ({"action": "decline", "content": {"seats": 1}}, {"action": "decline"}),
+    ({"action": "cancel"}, {"action": "cancel"}),
+    ({"seats": 1}, {"action": "accept", "content": {"seats": 1}}),
+    ("yes", {"action": "cancel"}),
+    (None, {"action": "cancel"}),
+])
+def test_the_apps_answer_is_read_as_an_elicitation_result(value, answer):
+    from runs.mcp_inputs import answer_of
+
+    block = {"type": "tool_result", "toolUseId": "call_x", "content": [{"type": "text", "text": json.dumps(value)}]}
+    assert answer_of(block) == answer
+    assert answer_of({**block, "isError": True}) == {"action": "cancel"}
+    assert answer_of({**block, "content": [{"type": "text", "text": "not json"}]}) == {"action": "cancel"}
