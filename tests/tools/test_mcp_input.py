@@ -195,7 +195,7 @@ def test_an_answer_for_another_call_is_refused(api, project, era_server):
     assert response.json()["missingToolCallIds"] == [value["pendingToolCalls"][0]["toolCallId"]]
 
 
-def test_the_answering_client_tool_is_never_offered_to_the_model(api, project, era_server):
+def test_the_answering_client_tool_is_never_offered_to_the_model():
     from runs.toolbox import toolbox_build
     from clientsdk import wire
 
@@ -245,7 +245,7 @@ def test_agui_1_0_gets_an_interrupt_and_answers_it_with_a_resume_entry(api, proj
 
     [result] = [e for e in after if e["type"] == "TOOL_CALL_RESULT"]
     assert result["toolCallId"] == interrupt["metadata"]["mcpToolCallId"] and result["content"] == text
-    assert "".join(e["delta"] for e in after if e["type"] == "TEXT_MESSAGE_CONTENT") == f"Tool demo__book returned: {text}"
+    assert text_of(after) == f"Tool demo__book returned: {text}"
     assert after[-1]["type"] == "RUN_FINISHED" and after[-1].get("outcome", {"type": "success"})["type"] == "success"
 
 
