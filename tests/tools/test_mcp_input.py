@@ -52,10 +52,10 @@ def awaiting(events: list[dict]) -> dict:
     return custom["value"]
 
 
-def answer(thread_id: str, api, input_call_id: str, value, **extra) -> list[dict]:
+def answer(thread_id: str, api, input_call_id: str, value, *, is_error: bool = False, **run_extra) -> list[dict]:
     block = {"type": "tool_result", "toolUseId": input_call_id,
-             "content": [{"type": "text", "text": json.dumps(value)}], **extra}
-    _, events = run(api, content=[block], thread_id=thread_id, previousRunId=last_run_id(api, thread_id))
+             "content": [{"type": "text", "text": json.dumps(value)}], **({"isError": True} if is_error else {})}
+    _, events = run(api, content=[block], thread_id=thread_id, previousRunId=last_run_id(api, thread_id), **run_extra)
     return events
 
 
@@ -142,7 +142,7 @@ def test_an_error_result_from_the_app_cancels_the_request(api, project, era_serv
     add_server(project, url)
     thread_id, _, value = ask_to_book(api)
 
-    after = answer(thread_id, api, value["pendingToolCalls"][0]["toolCallId"], "no form here", isError=True)
+    after = answer(thread_id, api, value["pendingToolCalls"][0]["toolCallId"], "no form here", is_error=True)
 
     assert tool_results(after)[0]["content"] == "Nothing booked for Tosca: the user chose cancel."
 
@@ -328,3 +328,30 @@ def test_the_apps_answer_is_read_as_an_elicitation_result(value, answer):
     assert answer_of(block) == answer
     assert answer_of({**block, "isError": True}) == {"action": "cancel"}
     assert answer_of({**block, "content": [{"type": "text", "text": "not json"}]}) == {"action": "cancel"}
+
+
+def test_the_vendors_model_gets_the_retried_calls_result_and_never_the_answering_tool(fake, oapi, project,
+                                                                                      era_server):
+    from tests.support.fake_openai import Text, ToolCall, ToolCalls
+
+    _, url, _ = era_server
+    add_server(project, url)
+    answering = {"name": "tambo_mcp_input", "description": "Asks the user.",
+                 "inputSchema": {"type": "object", "properties": {}}}
+    before = len(fake.requests)
+    fake.script(ToolCalls([ToolCall("demo__book", '{"show": "Tosca"}', id="call_book")]))
+    thread_id, events = run(oapi, "Book Tosca.", tools=[answering])
+    value = awaiting(events)
+    assert value["inputRequests"][0]["mcpToolCallId"] == "call_book"
+    assert len(fake.requests) == before + 1  # the pause called the model once, for the tool call
+
+    fake.script(Text("Your seats are booked."))
+    after = answer(thread_id, oapi, value["pendingToolCalls"][0]["toolCallId"],
+                   {"action": "accept", "content": {"seats": 2}}, tools=[answering])
+    assert text_of(after) == "Your seats are booked."
+    assert len(fake.requests) == before + 2
+    for request in fake.requests[before:]:
+        assert "tambo_mcp_input" not in [t["function"]["name"] for t in request.body.get("tools") or []]
+    messages = fake.requests[-1].body["messages"]
+    assert [c["id"] for c in messages[-2]["tool_calls"]] == ["call_book"]
+    assert messages[-1] == {"role": "tool", "tool_call_id": "call_book", "content": "Booked 2 seats for Tosca."}
