@@ -64,6 +64,8 @@ def ask_to_book(api, tool: str = "demo__book") -> tuple[str, list[dict], dict]:
     return thread_id, events, awaiting(events)
 
 
+# The pause and the continuation store through the lock's statements: on both databases.
+@pytest.mark.both_dbs
 def test_a_tool_that_asks_pauses_the_run_with_the_request_and_its_schema(api, project, era_server):
     era, url, log = era_server
     add_server(project, url)
@@ -99,6 +101,7 @@ def test_a_tool_that_asks_pauses_the_run_with_the_request_and_its_schema(api, pr
     assert (calls[0]["era"] == "2026-07-28") == (era == "2026-07-28")
 
 
+@pytest.mark.both_dbs
 def test_the_answer_on_the_continuation_reaches_the_tool_and_its_result_the_model(api, project, era_server):
     era, url, log = era_server
     add_server(project, url)
@@ -147,6 +150,7 @@ def test_an_error_result_from_the_app_cancels_the_request(api, project, era_serv
     assert tool_results(after)[0]["content"] == "Nothing booked for Tosca: the user chose cancel."
 
 
+@pytest.mark.both_dbs
 def test_a_tool_that_asks_twice_pauses_twice_and_gets_both_answers(api, project, era_server):
     era, url, log = era_server
     add_server(project, url)
