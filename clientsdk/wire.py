@@ -42,6 +42,9 @@ class RequestModel(WireModel):
 AWAITING_INPUT = "tambo.run.awaiting_input"
 # A run that needs its user's OAuth authorisation of protected MCP servers first (docs/protocol.md).
 MCP_AUTHORIZATION_REQUIRED = "tambo.mcp.authorization_required"
+# The client tool an MCP tool's request for input is asked through (docs/protocol.md#the-event-stream):
+# the app registers a tool of this name, which the model is never offered; its result is the answer.
+MCP_INPUT_TOOL = "tambo_mcp_input"
 # A run another server process took over (docs/operations.md#takeover): the step in flight goes on from
 # what the client saw of it, under the same message id.
 RUN_TAKEOVER = "tambo.run.takeover"

@@ -27,10 +27,12 @@ from runs import context_budget, services
 from runs.control import HANDOVER_REASON, SHUTDOWN_REASON, RunCancelled, RunControl
 from runs.history import build_model_messages, component_result_text, result_text
 from runs.lock import LEASE_EXPIRED_CODE
+from runs.mcp_inputs import InputAsk
 from runs.memories import memories_extract_later, memories_inject, memory_tools_add
 from runs.recovery import settle
 from runs.recovery.leases import checkpoint_write
 from runs.services import StartedRun
+from runs.start_history import history_after_lock
 from runs.step import Call, Step
 from runs.tool_counts import TurnToolCounts
 from runs.toolbox import Toolbox, ToolResult, error_result, mcp_grants, mcp_tools_load, toolbox_build
@@ -97,6 +99,17 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
             async for event in _pause_for_authorization(started, control, toolbox.authorizations):
                 yield event
             return
+        retries = getattr(run, "input_retries", None)
+        if retries:
+            # MCP tool calls the user has just answered a request for input of: made again with the
+            # answers before the model sees anything (runs/mcp_inputs.py).
+            asks: list[InputAsk] = []
+            async for event in _inputs_retry(started, toolbox, control, retries, asks):
+                yield event
+            if asks:
+                async for event in _pause(started, control, [], asks):
+                    yield event
+                return
         messages = build_model_messages(thread.project.system_prompt, started.history,
                                         allow_override=project_settings(thread.project).allow_system_prompt_override)
         await memories_inject(started, messages, context_budget.label_of(provider))
@@ -108,8 +121,13 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
                 yield event
             redo = started.resumed.redo(toolbox, messages)
             if redo is not None:
-                async for event in _resolve_calls(started, redo, toolbox, control, messages, []):
+                redo_asks: list[InputAsk] = []
+                async for event in _resolve_calls(started, redo, toolbox, control, messages, [], redo_asks):
                     yield event
+                if redo_asks:
+                    async for event in _pause(started, control, [], redo_asks):
+                        yield event
+                    return
             carried = started.resumed.carried
         control.sealed = thread.sealed
         step_limit = model_calls_limit(thread.project, settings.MAX_MODEL_CALLS_PER_RUN)
@@ -150,10 +168,11 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
             control.step = None  # stored: nothing left to checkpoint or to store after a crash
             messages.append(persisted.model_message())
             pending: list[Call] = []
-            async for event in _resolve_calls(started, persisted, toolbox, control, messages, pending):
+            asks = []
+            async for event in _resolve_calls(started, persisted, toolbox, control, messages, pending, asks):
                 yield event
-            if pending:
-                async for event in _pause(started, control, pending):
+            if pending or asks:
+                async for event in _pause(started, control, pending, asks):
                     yield event
                 return
         raise ModelError(STEP_LIMIT_CODE, f"The run reached its limit of {step_limit} model calls without an "
@@ -182,9 +201,10 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
 
 
 async def _resolve_calls(started: StartedRun, persisted: Step, toolbox: Toolbox, control: RunControl,
-                         messages: list[dict], pending: list[Call]) -> AsyncIterator[BaseEvent]:
+                         messages: list[dict], pending: list[Call], asks: list[InputAsk]) -> AsyncIterator[BaseEvent]:
     """Answers the step's calls that the server answers (server tools, components, refusals),
-    yielding TOOL_CALL_RESULT for each stored result; client calls are appended to `pending`.
+    yielding TOOL_CALL_RESULT for each stored result; client calls are appended to `pending`, and MCP
+    calls whose tool asked for the user's input to `asks` (runs/mcp_inputs.py).
 
     The results are stored once the calls are done, and also when a later tool of the step is
     cancelled or fails: a result the client saw is never lost.
@@ -196,6 +216,10 @@ async def _resolve_calls(started: StartedRun, persisted: Step, toolbox: Toolbox,
             if outcome is None:
                 pending.append(call)
                 _count_call(started, call, None)
+                continue
+            if isinstance(outcome, InputAsk):
+                outcome.message_id = persisted.message_id
+                asks.append(outcome)
                 continue
             block, model_text = outcome
             _count_call(started, call, block)
@@ -290,8 +314,9 @@ async def _model_step(step: Step, messages: list[dict], started: StartedRun, pro
 
 
 async def _resolve(call: Call, toolbox: Toolbox, counts: TurnToolCounts, control: RunControl,
-                   meter) -> tuple[dict | None, str] | None:
-    """What a call leads to: None while a client must answer it, else (stored block or None, text for the model)."""
+                   meter) -> tuple[dict | None, str] | InputAsk | None:
+    """What a call leads to: None while a client must answer it, an InputAsk while the user must answer
+    its MCP tool's request for input, else (stored block or None, text for the model)."""
     if call.kind == "component":
         return None, component_result_text(toolbox.components[call.name].name, call.component_id, {})
     arguments, invalid = call.parsed_arguments()
@@ -305,11 +330,46 @@ async def _resolve(call: Call, toolbox: Toolbox, counts: TurnToolCounts, control
     if call.kind == "client":
         return None
     with tracing.tool_span(meter, call.name, call.id, call.kind):
-        return _stored(call, await control.call(toolbox.execute(call.name, arguments)))
+        result = await control.call(toolbox.execute(call.name, arguments))
+    if result.input_request is not None:
+        return InputAsk.new(call_id=call.id, name=call.name, server=toolbox.mcp_server_of(call.name),
+                            arguments=arguments, message_id="", request=result.input_request)
+    return _stored(call, result)
 
 
-def _stored(call: Call, result: ToolResult) -> tuple[dict, str]:
-    block = {"type": "tool_result", "toolUseId": call.id, "content": result.content}
+async def _inputs_retry(started: StartedRun, toolbox: Toolbox, control: RunControl,
+                        retries: list[tuple[str, dict]], asks: list[InputAsk]) -> AsyncIterator[BaseEvent]:
+    """Makes the MCP calls the user answered a request for input of again, with every answer so far.
+    A call that asks again is appended to `asks`; the others' results are stored (the model's own call
+    ids), sent as TOOL_CALL_RESULT, and the run's history read again to hold them."""
+    results: dict[str, list[tuple[str, dict]]] = {}
+    try:
+        for input_call_id, entry in retries:
+            ask = InputAsk.of_stored(input_call_id, entry)
+            if ask.name not in toolbox.mcp_tools:
+                result = error_result(f"The MCP tool {ask.name} is not available any more.")
+            else:
+                with tracing.tool_span(meter_of(started.run), ask.name, ask.call_id, "mcp"):
+                    result = await control.call(toolbox.execute(ask.name, ask.arguments, ask.answers))
+            if result.input_request is not None:
+                asks.append(ask.again(result.input_request))
+                continue
+            block, model_text = _stored(ask.call_id, result)
+            results.setdefault(ask.message_id, []).append((ask.call_id, block))
+            yield ToolCallResultEvent(message_id=ask.message_id, tool_call_id=ask.call_id, content=model_text,
+                                      role="tool")
+    finally:
+        for message_id, tool_messages in results.items():
+            await db_call(services.step_persist, thread=started.thread, run=started.run, message_id=message_id,
+                          content=[], cancelled=False, tool_messages=tool_messages)
+    if results:
+        started.history = await db_call(history_after_lock, thread=started.thread, run=started.run,
+                                        budget=started.context_budget)
+
+
+def _stored(call: Call | str, result: ToolResult) -> tuple[dict, str]:
+    call_id = call if isinstance(call, str) else call.id
+    block = {"type": "tool_result", "toolUseId": call_id, "content": result.content}
     if result.is_error:
         block["isError"] = True
     return block, result_text(block)
@@ -320,19 +380,30 @@ def _lost_lock() -> RunErrorEvent:
                          code=LEASE_EXPIRED_CODE, category="server_error", isRetryable=True)
 
 
-async def _pause(started: StartedRun, control: RunControl, pending: list[Call]) -> AsyncIterator[BaseEvent]:
+async def _pause(started: StartedRun, control: RunControl, pending: list[Call],
+                 asks: list[InputAsk] = ()) -> AsyncIterator[BaseEvent]:
+    """Pauses on client calls and MCP tools' requests for input; each of those is a synthetic client
+    call (`tambo_mcp_input`) streamed here, and listed in `inputRequests` too (runs/mcp_inputs.py)."""
     thread, run = started.thread, started.run
-    ids = [call.id for call in pending]
+    ids = [call.id for call in pending] + [ask.input_call_id for ask in asks]
+    for ask in asks:
+        for event in ask.events():
+            yield event
     # The lock is released before the client hears it may answer, so its continuation cannot race us.
-    released = await db_call(services.run_pause, thread=thread, run=run, pending_ids=ids)
+    released = await db_call(services.run_pause, thread=thread, run=run, pending_ids=ids,
+                             pending_inputs={ask.input_call_id: ask.stored() for ask in asks})
     control.settle("paused")
     if not released:
         # Another run took the lock over (this one stopped renewing it): nothing was recorded as
         # pending, so the client must not answer these calls.
         yield _lost_lock()
         return
-    yield CustomEvent(name=wire.AWAITING_INPUT, value={"pendingToolCalls": [
-        {"toolCallId": c.id, "toolName": c.name, "arguments": c.arguments or "{}"} for c in pending]})
+    value: dict = {"pendingToolCalls": [
+        {"toolCallId": c.id, "toolName": c.name, "arguments": c.arguments or "{}"} for c in pending]
+        + [ask.pending_call() for ask in asks]}
+    if asks:
+        value["inputRequests"] = [ask.wire() for ask in asks]
+    yield CustomEvent(name=wire.AWAITING_INPUT, value=value)
     yield RunFinishedEvent(thread_id=thread.id, run_id=run.id,
                            outcome=RunFinishedSuccessOutcome(pending_tool_call_ids=ids))
 

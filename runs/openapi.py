@@ -29,7 +29,9 @@ blank line. Every event has `type` and `timestamp` (epoch milliseconds).
 - `CUSTOM {name, value}` with `name` one of `tambo.component.start {messageId, componentId, componentName}`,
   `tambo.component.props_delta {componentId, operations}` (RFC 6902 JSON Patch),
   `tambo.component.end {componentId}`, and `tambo.run.awaiting_input {pendingToolCalls: [{toolCallId,
-  toolName, arguments}]}` when the model called client tools: answer them in a new run with
+  toolName, arguments}], inputRequests?}` when the model called client tools, or an MCP tool asked the
+  user for input (`inputRequests: [{toolCallId, serverName, toolName, mcpToolCallId, message, mode,
+  requestedSchema?, url?}]`, each also a pending `tambo_mcp_input` call): answer them in a new run with
   `previousRunId` and `tool_result` blocks.
 - Last, exactly one of `RUN_FINISHED {threadId, runId}` or
   `RUN_ERROR {message, code, category: "client_error"|"server_error", isRetryable}`
@@ -236,7 +238,8 @@ number this stream's events, which the /v1 events route does not replay), that p
 `STATE_SNAPSHOT {snapshot}` (the thread's stored state), `TEXT_MESSAGE_START` / `TEXT_MESSAGE_CONTENT` /
 `TEXT_MESSAGE_END`, `TOOL_CALL_START` / `TOOL_CALL_ARGS` / `TOOL_CALL_END`, `TOOL_CALL_RESULT` for server
 tools, and last exactly one `RUN_FINISHED {threadId, runId, outcome?}` (to a 1.0 client, a client tool
-call ends the run with `outcome: {type: "success", pendingToolCallIds}`; a 0.0.x client gets no
+call ends the run with `outcome: {type: "success", pendingToolCallIds}`, an MCP tool's request for input
+with `outcome: {type: "interrupt", interrupts}`, answered by `resume` entries; a 0.0.x client gets no
 `outcome`, and reasoning as `THINKING_*` instead of `REASONING_*`) or `RUN_ERROR {message, code}`. No
 `CUSTOM` events. The server's own ids are in the `X-Thread-Id` and `X-Run-Id` headers.
 """

@@ -184,6 +184,7 @@ def _start_on_thread(principal: Principal, body: wire.CreateRunBody, run: Run, t
         _RUN_INSERT.save(run)
         turn_store(thread=locked, run=run, turn=_turn(body, results))
         locked.pending_tool_call_ids = []
+        locked.pending_inputs = None
 
     def read(locked_id: str) -> Thread:
         # The requester's thread with the project's tools, in one statement written once.
@@ -277,31 +278,33 @@ def message_mark_cancelled(*, message_id: str) -> None:
     Message.objects.filter(id=message_id).update(is_cancelled=True)
 
 
-def run_pause(*, thread: Thread, run: Run, pending_ids: list[str]) -> bool:
+def run_pause(*, thread: Thread, run: Run, pending_ids: list[str], pending_inputs: dict | None = None) -> bool:
+    """`pending_inputs`: the pending ids that are MCP tools' requests for input (runs/mcp_inputs.py)."""
     return _release(thread=thread, run=run, run_status=Run.Status.AWAITING_INPUT,
-                    thread_fields={"pending_tool_call_ids": pending_ids, "last_completed_run_id": run.id,
-                                   "last_run_cancelled": None, "last_run_error": None})
+                    thread_fields={"pending_tool_call_ids": pending_ids, "pending_inputs": pending_inputs or None,
+                                   "last_completed_run_id": run.id, "last_run_cancelled": None,
+                                   "last_run_error": None})
 
 
 def run_complete(*, thread: Thread, run: Run, last_step: dict[str, Any] | None = None) -> bool:
     """Ends the run as completed; `last_step`, step_persist's arguments for the answer that ends it,
     stores that step in the same transaction: the end of a run is one database call."""
     return _release(thread=thread, run=run, run_status=Run.Status.COMPLETED, last_step=last_step,
-                    thread_fields={"pending_tool_call_ids": [], "last_completed_run_id": run.id,
+                    thread_fields={"pending_tool_call_ids": [], "pending_inputs": None, "last_completed_run_id": run.id,
                                    "last_run_cancelled": None, "last_run_error": None})
 
 
 def run_cancel(*, thread: Thread, run: Run) -> bool:
     # A cancelled run still counts as the last completed one, so the next message can follow it.
     return _release(thread=thread, run=run, run_status=Run.Status.CANCELLED,
-                    thread_fields={"pending_tool_call_ids": [], "last_completed_run_id": run.id,
+                    thread_fields={"pending_tool_call_ids": [], "pending_inputs": None, "last_completed_run_id": run.id,
                                    "last_run_cancelled": True, "last_run_error": None},
                     error_code="CANCELLED", error_message="The run was cancelled.")
 
 
 def run_fail(*, thread: Thread, run: Run, code: str, message: str) -> bool:
     return _release(thread=thread, run=run, run_status=Run.Status.FAILED,
-                    thread_fields={"pending_tool_call_ids": [], "last_completed_run_id": run.id,
+                    thread_fields={"pending_tool_call_ids": [], "pending_inputs": None, "last_completed_run_id": run.id,
                                    "last_run_cancelled": None,
                                    "last_run_error": {"code": code, "message": message}},
                     error_code=code, error_message=message)

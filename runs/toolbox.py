@@ -31,6 +31,8 @@ Kind = Literal["client", "server", "mcp", "component"]
 class ToolResult:
     content: list[dict[str, Any]]
     is_error: bool = False
+    # An MCP tool asked for the user's input (tools/mcp_input.py `InputRequest`): the run pauses.
+    input_request: Any = None
 
     @property
     def text(self) -> str:
@@ -94,12 +96,19 @@ class Toolbox:
         ]
         return tools
 
-    async def execute(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+    async def execute(self, name: str, arguments: dict[str, Any],
+                      answers: list[dict[str, Any]] | None = None) -> ToolResult:
         """Runs a server or MCP tool; every failure becomes an isError result. A result longer than
-        `result_max_chars` is cut here, before it is stored or sent to the model (result_capped)."""
-        return result_capped(await self._execute(name, arguments), self.result_max_chars)
+        `result_max_chars` is cut here, before it is stored or sent to the model (result_capped).
+        `answers`: the user's answers to an MCP tool's requests for input so far (runs/mcp_inputs.py)."""
+        return result_capped(await self._execute(name, arguments, answers), self.result_max_chars)
 
-    async def _execute(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+    def mcp_server_of(self, name: str) -> str:
+        entry = self.mcp_tools.get(name)
+        return entry[0].name if entry is not None else ""
+
+    async def _execute(self, name: str, arguments: dict[str, Any],
+                       answers: list[dict[str, Any]] | None = None) -> ToolResult:
         if name in self.server_tools:
             return await self._run_builtin(self.server_tools[name], arguments)
         if name in self.mcp_tools:
@@ -107,9 +116,10 @@ class Toolbox:
 
             config, tool_name, _ = self.mcp_tools[name]
             # The server's kept session: a stdio server is not started again for every call.
-            result = await sessions().call_tool(config, tool_name, arguments, timeout=self.mcp_timeout)
+            result = await sessions().call_tool(config, tool_name, arguments, timeout=self.mcp_timeout,
+                                                answers=answers)
             self.timeouts += result.timed_out
-            return ToolResult(result.content, result.is_error)
+            return ToolResult(result.content, result.is_error, result.input_request)
         return error_result(f"There is no tool named {name}.")
 
     async def _run_builtin(self, tool: ServerTool, arguments: dict[str, Any]) -> ToolResult:
@@ -155,7 +165,7 @@ def result_capped(result: ToolResult, limit: int) -> ToolResult:
             used += size
     kept.append({"type": "text", "text": f"[The tool's result was cut: it had {total} characters, more than the "
                                          f"{limit} passed on; only the first {used} are shown.]"})
-    return ToolResult(kept, result.is_error)
+    return ToolResult(kept, result.is_error, result.input_request)
 
 
 def to_content(value: Any) -> list[dict[str, Any]]:
@@ -180,7 +190,8 @@ def toolbox_build(*, client_tools: list[wire.ClientTool], components: list[wire.
     project's built-in tools, read with the run's lock (tools/selectors.py). No I/O."""
     server_tools = {name: tool for name in enabled if (tool := get_tool(name)) is not None}
     return Toolbox(
-        client_tools={t.name: t for t in client_tools},
+        # The app's answerer of MCP tools' input requests is not the model's to call (runs/mcp_inputs.py).
+        client_tools={t.name: t for t in client_tools if t.name != wire.MCP_INPUT_TOOL},
         components={component_tool_name(c.name): c for c in components},
         server_tools=server_tools,
         timeout=settings.SERVER_TOOL_TIMEOUT,

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.problems import Problem
+from runs.mcp_inputs import answer_of
 from runs.models import Run
 from threads import services as thread_services
 from threads.models import Message, Thread
@@ -68,11 +69,24 @@ def turn_store(*, thread: Thread, run: Run, turn: Turn) -> list[Message]:
     error result for a call the user moved on from); then the new messages in order. The context
     rides on the last user message, else on the last tool result. When calls were pending, the
     paused run that made them (the thread's last completed run) is done now.
+
+    A pending call that is an MCP tool's request for input (runs/mcp_inputs.py) stores no message: its
+    answer goes on `run.input_retries` (in memory), for the run to call the tool again with it, and the
+    thread's pending requests are cleared; one the user moved on from gives the MCP call its error result.
     """
     pending = thread.pending_tool_call_ids or []
+    inputs = thread.pending_inputs or {}
     rows: list[dict[str, Any]] = []
+    run.input_retries = []
     for tool_call_id in pending:
         result = turn.results.get(tool_call_id)
+        entry = inputs.get(tool_call_id)
+        if entry is not None and result is not None:
+            run.input_retries.append((tool_call_id, {**entry, "answers": [*entry.get("answers", []),
+                                                                          answer_of(result.content[0])]}))
+            continue
+        if entry is not None:
+            tool_call_id, result = entry["callId"], None  # abandoned: the MCP call gets the error result
         content = result.content if result is not None else [
             {"type": "tool_result", "toolUseId": tool_call_id, "isError": True,
              "content": [{"type": "text", "text": ABANDONED_TEXT}]}]
@@ -90,6 +104,7 @@ def turn_store(*, thread: Thread, run: Run, turn: Turn) -> list[Message]:
                     if row["role"] == role), None)
     if turn.context is not None and carrier is not None:
         carrier["additional_context"] = turn.context
+    thread.pending_inputs = None
     stored = [thread_services.message_create(thread=thread, run_id=run.id, **row) for row in rows]
     if pending and thread.last_completed_run_id:
         # Only a paused run leaves calls pending, and it is the thread's last completed run.

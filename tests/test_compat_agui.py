@@ -32,13 +32,15 @@ def node_or_fail() -> str:
 CLIENTS = ["@ag-ui/client", "ag-ui-client-0059"]
 
 
-def run_node(args: list[str], base_url: str, api_key: str, client: str = "@ag-ui/client"):
+def run_node(args: list[str], base_url: str, api_key: str, client: str = "@ag-ui/client",
+             extra_env: dict[str, str] | None = None):
     return node.run_node(AGUI_DIR, "@ag-ui/client", args, base_url, api_key,
-                         {"SUPPRESS_TRANSFORMATION_WARNINGS": "", "AGUI_CLIENT": client})
+                         {"SUPPRESS_TRANSFORMATION_WARNINGS": "", "AGUI_CLIENT": client, **(extra_env or {})})
 
 
-def run_scenario(name: str, base_url: str, api_key: str, client: str = "@ag-ui/client") -> dict:
-    done = run_node(["run.mjs", name], base_url, api_key, client)
+def run_scenario(name: str, base_url: str, api_key: str, client: str = "@ag-ui/client",
+                 extra_env: dict[str, str] | None = None) -> dict:
+    done = run_node(["run.mjs", name], base_url, api_key, client, extra_env)
     result = node.scenario_result(done, name)
     # The client warns on stderr about anything in the stream it had to strip or could not read.
     assert "[ag-ui]" not in done.stderr, done.stderr
@@ -144,3 +146,23 @@ def test_a_server_tools_result_reaches_the_client_and_is_not_stored_twice(live_s
     assert [b["type"] for b in blocks] == ["text", "tool_use", "tool_result", "text", "text", "text"]
     assert blocks[2] == {"type": "tool_result", "toolUseId": result["toolCallId"],
                          "content": [{"type": "text", "text": "42"}]}
+
+
+@pytest.mark.parametrize("resume, text", [
+    ({"status": "resolved", "payload": {"action": "accept", "content": {"seats": 2}}}, "Booked 2 seats for Tosca."),
+    ({"status": "cancelled"}, "Nothing booked for Tosca: the user chose cancel."),
+])
+def test_an_mcp_tools_request_for_input_is_an_interrupt_answered_by_resume(live_server_url, api_key, project,
+                                                                            resume, text):
+    """docs/protocol.md#the-ag-ui-endpoint: the real elicitation test server (2026-07-28), @ag-ui/client 1.0."""
+    from tests.support.mcp_fixtures import running_elicit_mcp_server
+    from tools.models import McpServer
+
+    with running_elicit_mcp_server() as url:
+        McpServer.objects.create(project=project, name="demo", transport="http", url=url)
+        result = run_scenario("mcp_input", live_server_url, api_key, extra_env={"MCP_INPUT_RESUME": json.dumps(resume)})
+
+    interrupt = result["interrupt"]
+    assert interrupt["reason"] == "mcp_input_required" and interrupt["message"] == "How many seats for Tosca?"
+    assert interrupt["responseSchema"]["required"] == ["seats"]
+    assert result["result"] == text and result["finalText"] == f"Tool demo__book returned: {text}"

@@ -62,8 +62,8 @@ class ThreadAdmin(ReadOnly, admin.ModelAdmin):
     list_filter = ("run_status", "project")
     search_fields = ("id", "user_key", "name", "external_id")
     readonly_fields = ("id", "external_id", "sealed", "agui_state", "run_status", "current_run_id", "lease_expires_at",
-                       "pending_tool_call_ids", "last_completed_run_id", "last_run_cancelled", "last_run_error",
-                       "created_at", "updated_at")
+                       "pending_tool_call_ids", "pending_inputs", "last_completed_run_id", "last_run_cancelled",
+                       "last_run_error", "created_at", "updated_at")
     inlines = [MessageInline]
 
     def conversation_runs(self, thread: Thread) -> dict[str, dict]:

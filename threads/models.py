@@ -46,6 +46,9 @@ class Thread(models.Model):
     current_run_id = models.CharField(max_length=40, null=True, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     pending_tool_call_ids = models.JSONField(default=list, blank=True)
+    # The pending calls that are MCP tools' requests for input, by their (synthetic) call id: what to
+    # call again with the answer (runs/mcp_inputs.py); None when there are none.
+    pending_inputs = models.JSONField(null=True, blank=True)
     last_completed_run_id = models.CharField(max_length=40, null=True, blank=True)
     last_run_cancelled = models.BooleanField(null=True, blank=True)
     last_run_error = models.JSONField(null=True, blank=True)

@@ -28,6 +28,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import (CONNECTION_CLOSED, AudioContent, BlobResourceContents, CallToolResult,
                        EmbeddedResource, ImageContent, ResourceLink, TextContent)
 
+from tools.mcp_input import MAX_INPUT_ROUNDS, Asker, InputRequest, refuse_elicitation
 from tools.mcp_oauth import authorization_required_in
 
 __all__ = [
@@ -121,6 +122,9 @@ class McpResult:
     content: list[dict[str, Any]]
     is_error: bool = False
     timed_out: bool = False  # counted against the run's step budget (runs/loop.py)
+    # The tool asked for the user's input (an elicitation, or `input_required`): the run pauses and the
+    # call is made again with the answer (tools/mcp_input.py); `content` is empty then.
+    input_request: InputRequest | None = None
 
 
 async def list_tools(config: McpServerConfig, *, timeout: float) -> list[McpTool]:
@@ -172,20 +176,45 @@ async def listing_outcome(config: McpServerConfig, listing: Callable[[], Awaitab
 
 
 async def call_tool(
-    config: McpServerConfig, tool_name: str, arguments: dict[str, Any], *, timeout: float
+    config: McpServerConfig, tool_name: str, arguments: dict[str, Any], *, timeout: float,
+    answers: list[dict[str, Any]] | None = None,
 ) -> McpResult:
     """Call one tool on a connection of its own. Never raises for a failure of the server or the tool
-    (see `call_outcome`)."""
+    (see `call_outcome`). `answers` answer the tool's requests for input, in order (tools/mcp_input.py)."""
+    asker = Asker(answers=list(answers or ()))
 
     async def call() -> Any:
-        async with _connect(config) as client:
+        async with _connect(config, elicitation=asker.callback) as client:
             return await client.call_tool(tool_name, arguments)
 
-    return await call_outcome(config, tool_name, call, timeout=timeout)
+    return await call_outcome(config, tool_name, call, timeout=timeout, asker=asker)
 
 
 async def call_outcome(config: McpServerConfig, tool_name: str, call: Callable[[], Awaitable[Any]], *,
-                       timeout: float, on_timeout: Callable[[], None] | None = None) -> McpResult:
+                       timeout: float, on_timeout: Callable[[], None] | None = None,
+                       asker: Asker | None = None) -> McpResult:
+    """See `_call_outcome`; and a call whose tool asked for input that `asker` had no answer for is an
+    McpResult with that `input_request` instead, whatever the server made of the refusal."""
+    async def asked_call() -> Any:
+        try:
+            return await call()
+        except Exception:
+            if asker is None or asker.request is None:
+                raise
+            # The server's answer to the refused elicitation (its tool failing, say) is expected.
+            return CallToolResult(content=[])
+
+    result = await _call_outcome(config, tool_name, asked_call, timeout=timeout, on_timeout=on_timeout)
+    if asker is None or asker.request is None or result.timed_out:
+        return result
+    if len(asker.answers) >= MAX_INPUT_ROUNDS:
+        return _error_result(f"The MCP tool {tool_name!r} on {config.name!r} asked for input more than "
+                             f"{MAX_INPUT_ROUNDS} times in one call.")
+    return McpResult(content=[], input_request=asker.request)
+
+
+async def _call_outcome(config: McpServerConfig, tool_name: str, call: Callable[[], Awaitable[Any]], *,
+                        timeout: float, on_timeout: Callable[[], None] | None = None) -> McpResult:
     """Awaits `call()` (a tool call on `config`'s server) for at most `timeout` seconds, and makes
     whatever came of it a result. Never raises for a failure of the server or the tool.
 
@@ -255,9 +284,12 @@ def _content_block(item: Any) -> dict[str, Any] | None:
 
 
 @asynccontextmanager
-async def _connect(config: McpServerConfig, auth: httpx2.Auth | None = None) -> AsyncIterator[Client]:
+async def _connect(config: McpServerConfig, auth: httpx2.Auth | None = None, *,
+                   elicitation: Callable[..., Awaitable[Any]] | None = None) -> AsyncIterator[Client]:
     """A connected client. A server behind OAuth gets `auth`, or else the vault's grant for the config's
-    user that starts no authorisation (tools/mcp_vault.py: a lost grant raises AuthorizationRequired)."""
+    user that starts no authorisation (tools/mcp_vault.py: a lost grant raises AuthorizationRequired).
+    `elicitation` answers the server's requests for input (tools/mcp_input.py); without one they are
+    refused, but the client still says it can answer them, so a tool that asks can be paused and retried."""
     if auth is None and config.auth != "none":
         from tools.mcp_vault import vault_auth  # the vault is Django's; only OAuth servers need it
 
@@ -286,7 +318,8 @@ async def _connect(config: McpServerConfig, auth: httpx2.Auth | None = None) -> 
             )
             target = streamable_http_client(config.url, http_client=http)
         # The SDK's response cache would outlive nothing here: every connection is fresh.
-        client = await stack.enter_async_context(Client(target, cache=None))
+        client = await stack.enter_async_context(
+            Client(target, cache=None, elicitation_callback=elicitation or refuse_elicitation))
         yield client
 
 

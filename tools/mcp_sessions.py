@@ -27,6 +27,7 @@ from mcp.types import CONNECTION_CLOSED
 
 from tools.mcp_client import (McpResult, McpServerConfig, McpTool, _connect, call_outcome, call_tool, list_tools,
                               listing_outcome, tools_of)
+from tools.mcp_input import Asker, refuse_elicitation
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +38,9 @@ class _Session:
         self.idle_timeout = idle_timeout
         self.calls: asyncio.Queue = asyncio.Queue()
         self.ending = False  # set as soon as the session will take no more calls
+        # The running call's elicitations (tools/mcp_input.py): calls run one at a time, so the
+        # session's one callback hands each to the call it belongs to.
+        self.asker: Asker | None = None
         self.task = asyncio.get_running_loop().create_task(self._own(), context=contextvars.Context())
 
     @property
@@ -47,9 +51,13 @@ class _Session:
         self.ending = True
         self.task.cancel()
 
+    async def _elicit(self, context: Any, params: Any) -> Any:
+        asker = self.asker
+        return await (asker.callback(context, params) if asker is not None else refuse_elicitation(context, params))
+
     async def _own(self) -> None:
         try:
-            async with _connect(self.config) as client:
+            async with _connect(self.config, elicitation=self._elicit) as client:
                 while True:
                     try:
                         job, future = await asyncio.wait_for(self.calls.get(), self.idle_timeout)
@@ -98,14 +106,26 @@ class McpSessions:
         return session
 
     async def call_tool(self, config: McpServerConfig, tool_name: str, arguments: dict[str, Any], *,
-                        timeout: float) -> McpResult:
+                        timeout: float, answers: list[dict[str, Any]] | None = None) -> McpResult:
         """As tools.mcp_client.call_tool (never raises for a failure of the server or the tool),
         on the server's kept session."""
         if config.auth != "none":
-            return await call_tool(config, tool_name, arguments, timeout=timeout)
-        session, future, hung = self._submit(config, lambda client: client.call_tool(tool_name, arguments))
+            return await call_tool(config, tool_name, arguments, timeout=timeout, answers=answers)
+        asker = Asker(answers=list(answers or ()))
+        session_of: list[_Session] = []
+
+        async def job(client: Any) -> Any:
+            session = session_of[0]
+            session.asker = asker
+            try:
+                return await client.call_tool(tool_name, arguments)
+            finally:
+                session.asker = None
+
+        session, future, hung = self._submit(config, job)
+        session_of.append(session)
         return await call_outcome(config, tool_name, lambda: asyncio.shield(future), timeout=timeout,
-                                  on_timeout=hung)
+                                  on_timeout=hung, asker=asker)
 
     async def list_tools(self, config: McpServerConfig, *, timeout: float) -> list[McpTool]:
         """As tools.mcp_client.list_tools (raises McpClientError), on the server's kept session."""

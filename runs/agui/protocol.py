@@ -7,12 +7,14 @@ and nothing Tambo-specific, so a generic client's own verification accepts the s
 """
 from __future__ import annotations
 
+import json
 from typing import Any, AsyncIterator
 
-from ag_ui.core import (AssistantMessage, BaseEvent, CustomEvent, DeveloperMessage, ReasoningEndEvent,
+from ag_ui.core import (AssistantMessage, BaseEvent, CustomEvent, DeveloperMessage, Interrupt, ReasoningEndEvent,
                         ReasoningMessageContentEvent, ReasoningMessageEndEvent, ReasoningMessageStartEvent,
-                        ReasoningStartEvent, RunAgentInput, RunErrorEvent, RunFinishedEvent, RunStartedEvent,
-                        StateSnapshotEvent, SystemMessage, TextPart, ToolCallResultEvent, ToolMessage, UserMessage)
+                        ReasoningStartEvent, RunAgentInput, RunErrorEvent, RunFinishedEvent,
+                        RunFinishedInterruptOutcome, RunStartedEvent, StateSnapshotEvent, SystemMessage, TextPart,
+                        ToolCallResultEvent, ToolMessage, UserMessage)
 from pydantic import ValidationError
 
 from clientsdk import wire
@@ -20,6 +22,7 @@ from core.content_parts import check_parts
 from core.ids import new_id
 from core.problems import Problem, validation_error
 from core.sanity import InputError
+from runs.mcp_inputs import INTERRUPT_REASON
 from runs.reasoning import (THINKING_EVENTS, ThinkingEndEvent, ThinkingStartEvent, ThinkingTextMessageContentEvent,
                             ThinkingTextMessageStartEvent)
 from runs.turns import NewMessage, Turn
@@ -95,6 +98,15 @@ def plan_turn(run_input: RunAgentInput, *, known_ids: set[str], answered_call_id
         new = _new_message(message, index)
         if new is not None:
             turn.messages.append(new)
+    for entry in run_input.resume or []:
+        # An interrupt's answer (runs/mcp_inputs.py): a request for input's `{"action", "content"}` (or
+        # the content alone), a client tool call's result; a cancelled interrupt is a cancelled answer.
+        if entry.interrupt_id in answered_call_ids:
+            continue
+        value = entry.payload if entry.status == "resolved" else {"action": "cancel"}
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        turn.results[entry.interrupt_id] = NewMessage("tool", [
+            {"type": "tool_result", "toolUseId": entry.interrupt_id, "content": [{"type": "text", "text": text}]}])
     return turn
 
 
@@ -206,12 +218,21 @@ async def agui_events(events: AsyncIterator[BaseEvent], *, thread_id: str, run_i
     the pending calls from the tool calls it saw) and reasoning as THINKING_*, which every 0.0.x knows.
     """
     reasoning = _ReasoningIds()
+    interrupts: list[Interrupt] = []
     async for event in events:
         if isinstance(event, RunStartedEvent):
             yield RunStartedEvent(thread_id=thread_id, run_id=run_id)
             yield StateSnapshotEvent(snapshot=state if state is not None else {})
         elif isinstance(event, RunFinishedEvent):
-            yield RunFinishedEvent(thread_id=thread_id, run_id=run_id, outcome=event.outcome if version_1_0 else None)
+            outcome = event.outcome if version_1_0 else None
+            if outcome is not None and interrupts:
+                outcome = RunFinishedInterruptOutcome(interrupts=interrupts)
+            yield RunFinishedEvent(thread_id=thread_id, run_id=run_id, outcome=outcome)
+        elif isinstance(event, CustomEvent) and event.name == wire.AWAITING_INPUT and (event.value or {}).get(
+                "inputRequests"):
+            # A pause on MCP tools' requests for input: a 1.0 client gets them as interrupts (answered by
+            # `resume` entries or tool messages, by id), with the client tool calls pending beside them.
+            interrupts = _interrupts(event.value)
         elif isinstance(event, RunErrorEvent):
             # Without Tambo's extra members, which AG-UI clients strip with a warning.
             yield RunErrorEvent(message=event.message, code=event.code)
@@ -226,6 +247,23 @@ async def agui_events(events: AsyncIterator[BaseEvent], *, thread_id: str, run_i
             yield reasoning.event(event) if version_1_0 else event
         else:
             yield event
+
+
+def _interrupts(value: dict[str, Any]) -> list[Interrupt]:
+    requests = {r["toolCallId"]: r for r in value["inputRequests"]}
+    out = []
+    for call in value.get("pendingToolCalls") or []:
+        request = requests.get(call["toolCallId"])
+        if request is None:
+            out.append(Interrupt(id=call["toolCallId"], reason="tool_call", tool_call_id=call["toolCallId"],
+                                 metadata={"toolName": call["toolName"], "arguments": call["arguments"]}))
+            continue
+        metadata = {k: request[k] for k in ("serverName", "toolName", "mcpToolCallId", "mode", "url", "elicitationId")
+                    if k in request}
+        out.append(Interrupt(id=call["toolCallId"], reason=INTERRUPT_REASON, message=request.get("message"),
+                             tool_call_id=call["toolCallId"], response_schema=request.get("requestedSchema"),
+                             metadata=metadata))
+    return out
 
 
 class _ReasoningIds:

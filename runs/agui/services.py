@@ -73,6 +73,7 @@ def agui_run_start(*, principal: Principal, run_input: RunAgentInput) -> Started
             locked_turn.context = agui.model_context(run_input, _state(locked, run_input))
             turn_store(thread=locked, run=run, turn=locked_turn)
             locked.pending_tool_call_ids = []
+            locked.pending_inputs = None
             if not agui.state_is_empty(run_input.state):
                 locked.agui_state = run_input.state
 

@@ -451,6 +451,50 @@ const scenarios = {
 };
 
 Object.assign(scenarios, {
+  /** An MCP tool asks the user for input (docs/tools.md#input-requests): the app registers the
+   *  `tambo_mcp_input` client tool, which the client runs on the pause like any client tool; its return
+   *  value (MCP_INPUT_ANSWER, JSON) is the answer, and the continuation ends with the MCP tool's result. */
+  async mcp_input() {
+    const client = newClient();
+    const asked = [];
+    client.registerTool({
+      name: "tambo_mcp_input",
+      description: "Asks the user what an MCP tool needs to know.",
+      tool: async (request) => {
+        asked.push(request);
+        return JSON.parse(process.env.MCP_INPUT_ANSWER);
+      },
+      inputSchema: z.object({
+        serverName: z.string(), toolName: z.string(), mcpToolCallId: z.string(), message: z.string(),
+        mode: z.string(), requestedSchema: z.record(z.string(), z.unknown()).optional(),
+      }).passthrough(),
+      outputSchema: z.object({ action: z.string(), content: z.record(z.string(), z.unknown()).optional() }),
+    });
+    const stream = client.run('Please use demo__book {"show": "Tosca"}');
+    const events = await drain(stream);
+    const thread = await stream.thread;
+    const awaiting = events.find((e) => e.type === "CUSTOM" && e.name === "tambo.run.awaiting_input");
+    assert.ok(awaiting, `no awaiting_input in ${events.map((e) => e.type)}`);
+    assert.equal(asked.length, 1, "the client should have asked once");
+    assert.equal(asked[0].message, "How many seats for Tosca?");
+    assert.deepEqual(asked[0].requestedSchema.required, ["seats"]);
+    const runStarts = events.filter((e) => e.type === "RUN_STARTED");
+    assert.equal(runStarts.length, 2, "the continuation should be a second run on the same stream");
+    const result = events.find((e) => e.type === "TOOL_CALL_RESULT");
+    assert.ok(result, "the continuation should carry the MCP tool's result");
+    assert.equal(thread.status, "idle");
+    return {
+      threadId: thread.id,
+      request: asked[0],
+      inputCallId: awaiting.value.inputRequests[0].toolCallId,
+      mcpToolCallId: asked[0].mcpToolCallId,
+      result: result.content,
+      finalText: textOf(thread.messages.at(-1)),
+    };
+  },
+});
+
+Object.assign(scenarios, {
   /** The SDK's older hosted-service methods: getCurrent answers the key's project, the rest a JSON 404
    *  whose message names what to use instead (never an HTML page as the error message). */
   async legacy_routes() {

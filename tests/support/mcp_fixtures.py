@@ -8,6 +8,7 @@ module-scoped pytest fixture (import it into the test module to use it).
 from __future__ import annotations
 
 import http.client
+import os
 import socket
 import subprocess
 import sys
@@ -21,6 +22,7 @@ import pytest
 
 SERVER_SCRIPT = Path(__file__).with_name("mcp_server.py")
 OAUTH_SERVER_SCRIPT = Path(__file__).with_name("mcp_oauth_server.py")
+ELICIT_SERVER_SCRIPT = Path(__file__).with_name("mcp_elicit_server.py")
 
 
 def stdio_command() -> tuple[str, tuple[str, ...]]:
@@ -64,13 +66,26 @@ def running_oauth_mcp_server(*, startup_timeout: float = 60.0) -> Iterator[str]:
 
 
 @contextmanager
-def _running(args: list[str], port: int, startup_timeout: float) -> Iterator[None]:
+def running_elicit_mcp_server(*, legacy: bool = False, call_log: str | None = None,
+                              startup_timeout: float = 60.0) -> Iterator[str]:
+    """Run the test server whose tools ask for input (tests/support/mcp_elicit_server.py): the
+    2026-07-28 era, or with `legacy` a session-era one; each tool call is appended to `call_log`."""
+    port = free_port()
+    env = {**os.environ, "MCP_TEST_CALL_LOG": call_log} if call_log else None
+    with _running([str(ELICIT_SERVER_SCRIPT), "--port", str(port), *(["--legacy"] if legacy else [])], port,
+                  startup_timeout, env=env):
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+@contextmanager
+def _running(args: list[str], port: int, startup_timeout: float, env: dict | None = None) -> Iterator[None]:
     with tempfile.TemporaryFile() as log:
         process = subprocess.Popen(
             [sys.executable, *args],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
+            env=env,
         )
         try:
             deadline = time.monotonic() + startup_timeout

@@ -165,6 +165,27 @@ const scenarios = {
     return { threadId: agent.threadId, toolCallId: call.id, finalText };
   },
 
+  /** An MCP tool asks the user for input (docs/protocol.md#the-ag-ui-endpoint): a 1.0 client gets an
+   *  interrupt with the request's schema, and answers it with a resume entry (MCP_INPUT_RESUME, JSON). */
+  async mcp_input() {
+    const agent = newAgent();
+    agent.addMessage(userMessage('Please use demo__book {"show": "Tosca"}'));
+    const first = recorder();
+    await agent.runAgent({ forwardedProps }, first.subscriber);
+    const finished = first.finished();
+    assert.equal(finished.outcome, "interrupt", `the run should end on an interrupt: ${JSON.stringify(finished)}`);
+    assert.equal(agent.pendingInterrupts.length, 1);
+    const [interrupt] = agent.pendingInterrupts;
+    // The client refuses to go on without answering it.
+    await assert.rejects(agent.runAgent({ forwardedProps }), /pending interrupt/);
+    const { newMessages } = await agent.runAgent({
+      forwardedProps, resume: [{ interruptId: interrupt.id, ...JSON.parse(process.env.MCP_INPUT_RESUME) }],
+    });
+    const result = newMessages.find((m) => m.role === "tool");
+    assert.ok(result, `no tool result in ${JSON.stringify(newMessages)}`);
+    return { threadId: agent.threadId, interrupt, result: result.content, finalText: textOf(newMessages.at(-1)) };
+  },
+
   /** A server tool runs inside the run: its result arrives as a tool message; the history resent later is skipped. */
   async server_tool() {
     const agent = newAgent();
