@@ -6,7 +6,8 @@ the MCP side is tools/mcp_gateway.py.
 - `POST /auth/mcp/access-token` `{threadId?, contextKey?}` with the project key (or a user token):
   `{}` when the project has no MCP server; else `{mcpAccessToken, expiresAt, hasSession}`, a 15-minute
   token for the project, the end user (the thread's, the token's, or `contextKey`) and the thread.
-- `POST /mcp` with `Authorization: Bearer <mcpAccessToken>`: JSON-RPC, one response per request.
+- `POST /mcp` with `Authorization: Bearer <mcpAccessToken>`: JSON-RPC, one response per request; a
+  2026-07-28-era request (its `MCP-Protocol-Version` header) goes to the `mcp` package's stateless entry.
 """
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ def _access_token(request: HttpRequest) -> dict:
 
 @csrf_exempt  # the bearer token is the only credential; no cookie is read
 async def mcp_view(request: HttpRequest) -> HttpResponse:
-    from tools.mcp_gateway import access_token_read, configs_for, rpc_answer
+    from tools.mcp_gateway import access_token_read, configs_for, is_modern, modern_exchange, rpc_answer
     from tools.selectors import project_tools_of
 
     if request.method != "POST":
@@ -77,13 +78,31 @@ async def mcp_view(request: HttpRequest) -> HttpResponse:
     if access is None:
         return response_for(Problem(401, "UNAUTHORIZED", "An MCP access token (POST /auth/mcp/access-token) is "
                                                          "required, and lasts 15 minutes."), request.path)
+    project = type("ProjectRef", (), {"pk": access.project_id})
+    try:
+        configs = configs_for((await db_call(project_tools_of, project)).mcp_configs, access.user_key)
+    except Problem as problem:
+        return response_for(problem, request.path)
+    if is_modern(request.headers.get("MCP-Protocol-Version")):
+        status, headers, body = await modern_exchange(_scope_of(request), request.body, configs)
+        response = HttpResponse(body, status=status)
+        for name, value in headers:
+            if name.lower() != b"content-length":
+                response[name.decode("latin-1")] = value.decode("latin-1")
+        return response
     try:
         message = request_json(request)
-        project = type("ProjectRef", (), {"pk": access.project_id})
-        configs = configs_for((await db_call(project_tools_of, project)).mcp_configs, access.user_key)
     except Problem as problem:
         return response_for(problem, request.path)
     answer = await rpc_answer(message, configs)
     if answer is None:
         return HttpResponse(status=202)
     return JsonResponse(answer)
+
+
+def _scope_of(request: HttpRequest) -> dict:
+    """The ASGI scope the package's entry reads (method, path, headers) rebuilt from the request, so the
+    same view serves under ASGI and the test client alike."""
+    return {"type": "http", "method": request.method, "path": request.path, "query_string": b"",
+            "scheme": request.scheme, "headers": [(name.lower().encode("latin-1"), value.encode("latin-1"))
+                                                  for name, value in request.headers.items()]}

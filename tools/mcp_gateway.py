@@ -9,7 +9,10 @@ with the token's user's grant for a protected one: what a user may not call in a
 list here either.
 
 Stateless streamable HTTP: every JSON-RPC request is answered with one JSON response, no session id,
-no server-to-client stream (GET answers 405, as the transport allows). Prompt names and resource URIs
+no server-to-client stream (GET answers 405, as the transport allows). A request whose
+`MCP-Protocol-Version` header names a 2026-07-28-era revision (`server/discover`, then each request
+in its own envelope) is served by the `mcp` package's own stateless entry (`modern_exchange`), as
+its StreamableHTTPSessionManager routes it, over the same upstream calls. Prompt names and resource URIs
 are prefixed with their server's name (`linear:summarise`, `linear:issue://42`), as Tambo's were.
 """
 from __future__ import annotations
@@ -93,6 +96,10 @@ async def _dispatch(method: str, params: dict[str, Any], configs: list[Any]) -> 
         return {"resources": await _gather(configs, _resources_of)}
     if method == "resources/templates/list":
         return {"resourceTemplates": []}
+    if method == "tools/list":
+        # No tools here (the run path calls them), but @tambo-ai/react's provider lists the tools of
+        # every server it connects to and logs an error on a refusal: an empty list is the truth.
+        return {"tools": []}
     if method == "prompts/get":
         config, name = _named(configs, params.get("name"))
         arguments = params.get("arguments") or None
@@ -149,6 +156,79 @@ async def _prompts_of(config: Any) -> list[dict[str, Any]]:
 async def _resources_of(config: Any) -> list[dict[str, Any]]:
     result = await _on(config, lambda client: client.list_resources())
     return [{**resource, "uri": f"{config.name}:{resource['uri']}"} for resource in result.get("resources", [])]
+
+
+def is_modern(protocol_header: str | None) -> bool:
+    """Whether a request goes to the 2026-07-28 entry: the package's own rule (streamable_http_manager.py),
+    any version header that is not a handshake-era one, so its classifier answers an unknown one."""
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    return protocol_header is not None and protocol_header not in HANDSHAKE_PROTOCOL_VERSIONS
+
+
+async def modern_exchange(scope: dict[str, Any], body: bytes, configs: list[Any]) -> tuple[int, list, bytes]:
+    """One 2026-07-28 request answered by the package's stateless entry (`handle_modern_request`: the
+    envelope checks, `server/discover`, `resultType`, the `serverInfo` stamp, its error statuses), with a
+    lowlevel Server whose handlers are this module's; returns (status, headers, body) for the view."""
+    from mcp.server._streamable_http_modern import handle_modern_request
+
+    server = _modern_server(configs)
+    answer: dict[str, Any] = {"status": 500, "headers": [], "body": b""}
+    sent = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if sent:
+            await asyncio.Event().wait()  # only a disconnect comes after the body; none will
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            answer["status"], answer["headers"] = message["status"], message.get("headers", [])
+        elif message["type"] == "http.response.body":
+            answer["body"] += message.get("body", b"")
+
+    async with server.lifespan(server) as state:
+        await handle_modern_request(server, None, True, state, scope, receive, send)
+    return answer["status"], answer["headers"], answer["body"]
+
+
+def _modern_server(configs: list[Any]):
+    """The package's lowlevel Server over `_dispatch`: its `server/discover` derives the capabilities
+    from the handlers given here, as for any server built with the package."""
+    from mcp import MCPError
+    from mcp.server.caching import CACHEABLE_METHODS, CacheHint
+    from mcp.server.lowlevel import Server
+
+    def handler(method: str):
+        async def handle(ctx: Any, params: Any) -> dict[str, Any]:
+            given = params.model_dump(mode="json", by_alias=True, exclude_none=True) if params is not None else {}
+            try:
+                result = await _dispatch(method, given, configs)
+            except RpcError as exc:
+                raise MCPError(code=exc.code, message=exc.message) from exc
+            return _as_ours(result)
+        return handle
+
+    return Server("tambo-django", version="1.0.0",
+                  on_list_prompts=handler("prompts/list"), on_get_prompt=handler("prompts/get"),
+                  on_list_resources=handler("resources/list"), on_read_resource=handler("resources/read"),
+                  on_list_resource_templates=handler("resources/templates/list"),
+                  on_list_tools=handler("tools/list"),
+                  # 2026-07-28 lists carry freshness hints: these are the token's user's (private) and
+                  # read from the upstream servers at every request (stale at once).
+                  cache_hints={method: CacheHint(ttl_ms=0, scope="private") for method in CACHEABLE_METHODS})
+
+
+def _as_ours(result: dict[str, Any]) -> dict[str, Any]:
+    """An upstream result as this server's 2026-07-28 answer: the upstream's own envelope (its era's
+    `resultType`, freshness hints made for its callers, its `serverInfo` stamp) gives way to ours."""
+    from mcp_types import SERVER_INFO_META_KEY
+
+    answer = {key: value for key, value in result.items() if key not in ("resultType", "ttlMs", "cacheScope", "_meta")}
+    meta = {key: value for key, value in (result.get("_meta") or {}).items() if key != SERVER_INFO_META_KEY}
+    return {**answer, **({"_meta": meta} if meta else {}), "resultType": "complete"}
 
 
 def configs_for(configs: list[Any], user_key: str) -> list[Any]:
