@@ -31,6 +31,7 @@ from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.fake_openai import FakeOpenAI, Text
 from tests.support.images import png
 from tests.support.live import openai_live_server
+from tests.support.mcp_fixtures import mcp_http_url  # noqa: F401 - fixture
 from tests.support.rule_replies import anthropic_reply
 from tests.support.static_http import StaticServer
 from tests.support.user_tokens import JwksServer, access_token, rsa_key, sign_rs256
@@ -479,3 +480,68 @@ def test_stop_then_suggestions_in_a_react_app_answers_every_request_and_logs_no_
     assert recorder.paths("DELETE", "/runs/") and recorder.paths("GET", "/suggestions") + recorder.paths(
         "POST", "/suggestions")
     recorder.assert_clean(client_tool_pauses=3)
+
+
+# --- The MCP panel (mcp.html): the project's prompts and resources through /mcp ---------------------
+
+def test_a_react_app_lists_and_reads_the_projects_mcp_prompts_and_resources_through_the_sdks_provider(
+        react_page, app_origin, live_server_url, api_key, project, mcp_http_url):  # noqa: F811
+    """`@tambo-ai/react`'s TamboMcpProvider fetches a token and reaches `/mcp` (docs/tools.md#the-browsers-
+    mcp-endpoint): the project's real MCP server is listed and read through us, never by the browser."""
+    from tools.models import McpServer
+
+    McpServer.objects.create(project=project, name="demo", transport="http", url=mcp_http_url)
+    page, recorder = react_page
+    everything: list[str] = []
+    page.on("request", lambda request: everything.append(request.url))
+    query = urlencode({"tamboUrl": live_server_url, "apiKey": api_key, "userKey": "react-mcp"})
+    page.goto(f"{app_origin}/mcp.html?{query}")
+
+    prompts = page.get_by_test_id("mcp-prompts").locator("button")
+    expect(prompts).to_have_count(1)
+    # The SDK prefixes its server's key (`tambo-<hash of the token>`), then come ours.
+    prompt_name = prompts.first.get_attribute("data-name")
+    assert prompt_name.startswith("tambo-") and prompt_name.endswith(":demo:summarise"), prompt_name
+    resources = page.get_by_test_id("mcp-resources").locator("button")
+    expect(resources).to_have_count(2)
+    uris = sorted(button.get_attribute("data-uri").split(":", 1)[1] for button in resources.all())
+    assert uris == ["demo:image://red-dot", "demo:memo://note"]
+
+    prompts.first.click()
+    page.get_by_label("topic").fill("MCP")
+    page.get_by_role("button", name="Get prompt").click()
+    messages = page.get_by_test_id("mcp-prompt-messages")
+    expect(messages).to_have_attribute("data-loaded", "true")
+    expect(messages.locator("li")).to_have_text(["Please summarise MCP in one line."])
+    expect(messages.locator("li").first).to_have_attribute("data-role", "user")
+
+    page.locator("button[data-uri$=':demo:memo://note']").click()
+    note = page.get_by_test_id("mcp-resource")
+    expect(note).to_have_attribute("data-loaded", "true")
+    expect(note.locator("pre")).to_have_text("the note says: buy milk")
+    expect(note.locator("pre")).to_have_attribute("data-mime-type", "text/plain")
+
+    # Every answer is a success but the transport's probe for a server stream (GET /mcp after the
+    # handshake), which this stateless server declines with 405 as streamable HTTP allows and the SDK
+    # expects; Chromium logs each 4xx answer on the console, so that line comes once per probe, and
+    # nothing else does (no SDK, React or app error).
+    bad = [entry for entry in recorder.responses if not 200 <= entry[2] < 300]
+    assert bad and all(entry == ("GET", "/mcp", 405) for entry in bad), bad
+    declined = "Failed to load resource: the server responded with a status of 405 (Method Not Allowed)"
+    errors = [text for kind, text in recorder.console if kind in ("error", "pageerror")]
+    assert errors == [declined] * len(bad), f"console errors: {errors}"
+    # The transport reads the status of the bodiless answers (202 to its notification, 405 to the
+    # probe) and cancels their bodies, which Chromium reports as aborted: those, and no other.
+    accepted = [entry for entry in recorder.responses if entry[2] == 202]
+    assert accepted == [("POST", "/mcp", 202)], recorder.responses
+    cancelled = sorted((method, url) for method, url, why in recorder.failed if "ERR_ABORTED" in why)
+    assert len(cancelled) == len(recorder.failed), recorder.summary()
+    assert cancelled == sorted([("POST", "/mcp")] * len(accepted) + [("GET", "/mcp")] * len(bad)), recorder.summary()
+    # The page talks to its own origin and to us only: the MCP server is reached by the server.
+    strangers = [url for url in everything if not url.startswith((app_origin + "/", live_server_url + "/"))]
+    assert strangers == [], strangers
+    api_calls = [(r["method"], r["url"].split("?")[0]) for r in recorder.requests]
+    assert ("POST", "/auth/mcp/access-token") in api_calls
+    mcp_posts = [r for r in recorder.requests if r["method"] == "POST" and r["url"] == "/mcp"]
+    assert mcp_posts and all(r["headers"].get("authorization", "").startswith("Bearer ") for r in mcp_posts)
+    assert {path for _, path in api_calls} <= {"/auth/mcp/access-token", "/mcp"}, api_calls

@@ -1,4 +1,5 @@
-// Bundles the app into dist/ (index.html, app.css, app.js) with esbuild: `node build.mjs`.
+// Bundles the app into dist/ with esbuild: `node build.mjs`. Two pages: index.html (app.js, the chat)
+// and mcp.html (mcp.js, the project's MCP prompts and resources through the SDK's MCP provider).
 // tests/browser/test_react_app.py calls it before serving dist/ from its own origin.
 import { copyFile, mkdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
@@ -11,8 +12,8 @@ const outdir = join(here, "dist");
 
 await mkdir(outdir, { recursive: true });
 await build({
-  entryPoints: [join(here, "src", "main.jsx")],
-  outfile: join(outdir, "app.js"),
+  entryPoints: { app: join(here, "src", "main.jsx"), mcp: join(here, "src", "mcp.jsx") },
+  outdir,
   bundle: true,
   format: "esm",
   platform: "browser",
@@ -24,5 +25,5 @@ await build({
   sourcemap: "linked",
   logLevel: "warning",
 });
-await copyFile(join(here, "index.html"), join(outdir, "index.html"));
+for (const page of ["index.html", "mcp.html"]) await copyFile(join(here, page), join(outdir, page));
 await copyFile(join(here, "app.css"), join(outdir, "app.css"));
