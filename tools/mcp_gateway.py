@@ -159,7 +159,7 @@ async def _resources_of(config: Any) -> list[dict[str, Any]]:
 
 
 def is_modern(protocol_header: str | None) -> bool:
-    """Whether a request goes to the 2026-07-28 entry: the package's own rule (streamable_http_manager.py),
+    """Whether a request goes to the 2026-07-28 entry: the package's own rule (its StreamableHTTPSessionManager),
     any version header that is not a handshake-era one, so its classifier answers an unknown one."""
     from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 

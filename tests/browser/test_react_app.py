@@ -486,8 +486,9 @@ def test_stop_then_suggestions_in_a_react_app_answers_every_request_and_logs_no_
 
 def test_a_react_app_lists_and_reads_the_projects_mcp_prompts_and_resources_through_the_sdks_provider(
         react_page, app_origin, live_server_url, api_key, project, mcp_http_url):  # noqa: F811
-    """`@tambo-ai/react`'s TamboMcpProvider fetches a token and reaches `/mcp` (docs/tools.md#the-browsers-
-    mcp-endpoint): the project's real MCP server is listed and read through us, never by the browser."""
+    """`@tambo-ai/react`'s TamboMcpProvider fetches a token and reaches `/mcp`
+    (docs/tools.md#the-browsers-mcp-endpoint): the project's real MCP server is listed and read through
+    us, never by the browser."""
     from tools.models import McpServer
 
     McpServer.objects.create(project=project, name="demo", transport="http", url=mcp_http_url)

@@ -50,6 +50,8 @@ def test_prompts_and_resources_of_the_projects_servers_are_listed_and_read(api, 
         prompts = await client.list_prompts()
         prompt = await client.get_prompt("demo:summarise", {"topic": "MCP"})
         note = await client.read_resource("demo:memo://note")
+        # Listed as empty, not refused: @tambo-ai/react's provider lists every server's tools.
+        assert (await client.list_tools()).tools == []
         return prompts, resources, prompt, note
 
     prompts, resources, prompt, note = through_mcp(api, token["mcpAccessToken"], browse)
@@ -117,7 +119,8 @@ def test_a_2026_client_discovers_mcp_statelessly_then_lists_and_reads(api, proje
         return (client.protocol_version, client.session.initialize_result, discovered, prompt, note, resources,
                 prompts, refused)
 
-    version, initialized, discovered, prompt, note, resources, prompts, refused = through_mcp(api, token, browse, mode="auto")
+    answers = through_mcp(api, token, browse, mode="auto")
+    version, initialized, discovered, prompt, note, resources, prompts, refused = answers
     assert (version, initialized) == ("2026-07-28", None), "discovered, no initialize handshake"
     assert "2026-07-28" in discovered.supported_versions
     assert discovered.capabilities.prompts is not None and discovered.capabilities.resources is not None
