@@ -7,7 +7,8 @@ the MCP side is tools/mcp_gateway.py.
   `{}` when the project has no MCP server; else `{mcpAccessToken, expiresAt, hasSession}`, a 15-minute
   token for the project, the end user (the thread's, the token's, or `contextKey`) and the thread.
 - `POST /mcp` with `Authorization: Bearer <mcpAccessToken>`: JSON-RPC, one response per request; a
-  2026-07-28-era request (its `MCP-Protocol-Version` header) goes to the `mcp` package's stateless entry.
+  2026-07-28-era request (its `MCP-Protocol-Version` header) goes to the `mcp` package's stateless
+  session manager.
 """
 from __future__ import annotations
 

@@ -11,9 +11,9 @@ list here either.
 Stateless streamable HTTP: every JSON-RPC request is answered with one JSON response, no session id,
 no server-to-client stream (GET answers 405, as the transport allows). A request whose
 `MCP-Protocol-Version` header names a 2026-07-28-era revision (`server/discover`, then each request
-in its own envelope) is served by the `mcp` package's own stateless entry (`modern_exchange`), as
-its StreamableHTTPSessionManager routes it, over the same upstream calls. Prompt names and resource URIs
-are prefixed with their server's name (`linear:summarise`, `linear:issue://42`), as Tambo's were.
+in its own envelope) is served by the `mcp` package's own stateless StreamableHTTPSessionManager
+(`modern_exchange`), over the same upstream calls. Prompt names and resource URIs are prefixed with
+their server's name (`linear:summarise`, `linear:issue://42`), as Tambo's were.
 """
 from __future__ import annotations
 
@@ -167,12 +167,12 @@ def is_modern(protocol_header: str | None) -> bool:
 
 
 async def modern_exchange(scope: dict[str, Any], body: bytes, configs: list[Any]) -> tuple[int, list, bytes]:
-    """One 2026-07-28 request answered by the package's stateless entry (`handle_modern_request`: the
-    envelope checks, `server/discover`, `resultType`, the `serverInfo` stamp, its error statuses), with a
+    """One 2026-07-28 request answered by the package's own stateless session manager (the envelope
+    checks, `server/discover`, `resultType`, the `serverInfo` stamp, its error statuses), over a
     lowlevel Server whose handlers are this module's; returns (status, headers, body) for the view."""
-    from mcp.server._streamable_http_modern import handle_modern_request
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-    server = _modern_server(configs)
+    manager = StreamableHTTPSessionManager(app=_modern_server(configs), stateless=True, json_response=True)
     answer: dict[str, Any] = {"status": 500, "headers": [], "body": b""}
     sent = False
 
@@ -189,8 +189,8 @@ async def modern_exchange(scope: dict[str, Any], body: bytes, configs: list[Any]
         elif message["type"] == "http.response.body":
             answer["body"] += message.get("body", b"")
 
-    async with server.lifespan(server) as state:
-        await handle_modern_request(server, None, True, state, scope, receive, send)
+    async with manager.run():
+        await manager.handle_request(scope, receive, send)
     return answer["status"], answer["headers"], answer["body"]
 
 
