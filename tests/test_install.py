@@ -99,7 +99,7 @@ def test_migrate_createapikey_and_serve_from_an_empty_directory(installed):
                                    env={**installed[1], **secret}, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_until_healthy(base, process, log_path)
+        wait_for(base, process, log_path, attempts=600)
         page = requests.get(base + "/login/", timeout=10)
         assert page.status_code == 200 and "<form" in page.text
         # The page links its files by content-hashed names, which browsers may keep for ever.
@@ -129,27 +129,6 @@ def test_migrate_createapikey_and_serve_from_an_empty_directory(installed):
     after = tambo_server(installed, "shell", "-c", "from django.contrib.auth.models import User; "
                          "print(User.objects.count())", **secret)
     assert after.stdout.splitlines()[-1] == "0"
-
-
-def wait_until_healthy(base: str, process: subprocess.Popen, log_path: Path, attempts: int = 600) -> None:
-    """Polls /healthz (collecting the static files comes first, and takes a while the first time)."""
-    for _ in range(attempts):
-        if process.poll() is not None:
-            pytest.fail(f"tambo-server serve exited: {log_path.read_text()[-3000:]}")
-        try:
-            if requests.get(base + "/healthz", timeout=1).status_code == 200:
-                return
-        except requests.RequestException:
-            pass
-        process_wait(process, 0.5)
-    pytest.fail(f"tambo-server serve did not answer: {log_path.read_text()[-3000:]}")
-
-
-def process_wait(process: subprocess.Popen, seconds: float) -> None:
-    try:
-        process.wait(timeout=seconds)
-    except subprocess.TimeoutExpired:
-        pass
 
 
 def test_the_readme_production_block_migrates_makes_a_key_and_serves_two_workers_on_postgresql(installed):

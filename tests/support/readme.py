@@ -67,9 +67,9 @@ def newcomer_env(**extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
-def wait_for(base: str, process: subprocess.Popen, log: Path, path: str = "/healthz") -> None:
+def wait_for(base: str, process: subprocess.Popen, log: Path, path: str = "/healthz", attempts: int = 1200) -> None:
     """Polls `path` until it answers 200 (the first start installs, migrates and collects static files)."""
-    for _ in range(1200):
+    for _ in range(attempts):
         if process.poll() is not None:
             pytest.fail(f"the server exited ({process.returncode}): {log.read_text(errors='replace')[-3000:]}")
         try:
