@@ -33,6 +33,7 @@ from runs.lock import lock_held_by, lock_renew
 from runs.models import Run
 from runs.recovery.leases import checkpoint_write, expired_lease_sweep
 from runs.recovery.takeover import runs_hand_over, takeover_claim, takeover_start
+from runs.starting import starting_done, starting_runs
 from runs.stream.event_log import event_log_cleanup
 from runs.stream.feeds import flusher
 from runs.stream.follow import follower
@@ -199,6 +200,7 @@ class Watcher:
     def register(self, control: RunControl) -> None:
         """Adds a run; starts the watcher task on the running loop unless one already runs there."""
         self.controls[control.run_id] = control
+        starting_done(control.run_id)
         self.ensure_started()
 
     def ensure_started(self) -> None:
@@ -212,7 +214,9 @@ class Watcher:
         flusher.ensure_started()
 
     def unregister(self, control: RunControl) -> None:
-        self.controls.pop(control.run_id, None)
+        # Only this control: the same run taken over again by this process has a control of its own.
+        if self.controls.get(control.run_id) is control:
+            del self.controls[control.run_id]
 
     def cancel_local(self, run_id: str, reason: str) -> bool:
         control = self.controls.get(run_id)
@@ -302,6 +306,8 @@ class Watcher:
         now = time.monotonic()
         run_ids = [rid for rid, control in self.controls.items() if not control.settled]
         run_ids += [rid for rid in self.claiming if rid not in self.controls]
+        # Runs whose start took the lock and whose stream has not registered yet (runs/starting.py).
+        run_ids += [rid for rid in starting_runs(max_age=settings.RUN_LEASE_SECONDS) if rid not in self.controls]
         checkpoints = {}
         for rid in run_ids:
             due = self.controls[rid].checkpoint_due(now) if rid in self.controls else None
@@ -359,7 +365,7 @@ def _tick_in_db(run_ids: list[str], checkpoints: dict[str, tuple[str, str]],
             log_db_failure("Run watcher: checkpoints failed", exc)
         claimed: list[str] = []
         try:
-            claimed = takeover_claim(limit=room)
+            claimed = takeover_claim(limit=room, held=run_ids)
         except Exception as exc:  # noqa: BLE001 - logged; the next tick claims again
             log_db_failure("Run watcher: taking runs over failed", exc)
         try:

@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from core.problems import BUSY_RETRY_AFTER, Problem
 from runs.models import THIS_PROCESS, Run
+from runs.starting import starting_note
 from runs.statements import run_release
 from threads.models import LEASE_EXPIRED_CODE, RunStatus, Thread  # noqa: F401 - LEASE_EXPIRED_CODE for callers
 from threads.services import thread_lock
@@ -108,6 +109,8 @@ def _hold(thread: Thread, run_id: str, status: str) -> None:
     thread.lease_expires_at = _lease_deadline()
     thread.status_message = None
     thread.updated_at = timezone.now()
+    # Renewed by the watcher from now on, not only once the run's stream registers (runs/starting.py).
+    starting_note(run_id)
 
 
 def lock_mark_streaming(*, thread_id: str, run_id: str) -> bool:

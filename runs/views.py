@@ -170,6 +170,7 @@ def _orphaned(start: asyncio.Future, background: bool, logged: bool) -> None:
         run_unread(started)
         return
     control = RunControl(started.run.id)
+    watcher.register(control)  # its lease renewed until it ends (runs/starting.py)
     control.cancel("disconnected")
     _launch(_produce(advance(started, control, started.models or get_provider()), Feed(started.run.id), control,
                      None, False))

@@ -33,6 +33,16 @@ def _fast_flush() -> None:
     fast_flush.install()
 
 
+@pytest.fixture(autouse=True)
+def _starting_runs_forgotten() -> Iterator[None]:
+    """Runs a test's direct lock calls noted as starting (runs/starting.py) are not renewed for the next
+    test by a watcher running in the test process."""
+    yield
+    from runs.starting import starting_clear
+
+    starting_clear()
+
+
 @pytest.fixture(scope="session")
 def live_server_process(django_db_setup, django_db_blocker) -> Iterator[LiveServer]:
     # It takes no run over (docs/operations.md#takeover): its lease settings are not those of the

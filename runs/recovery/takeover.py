@@ -63,8 +63,10 @@ _CLOSERS = {"TEXT_MESSAGE_START": "TEXT_MESSAGE_END", "TOOL_CALL_START": "TOOL_C
             "THINKING_TEXT_MESSAGE_START": "THINKING_TEXT_MESSAGE_END", "THINKING_START": "THINKING_END"}
 
 
-def takeover_claim(*, limit: int) -> list[str]:
+def takeover_claim(*, limit: int, held: list[str] | tuple[str, ...] = ()) -> list[str]:
     """Takes over up to `limit` runs whose lease expired (see the module docstring); returns their ids.
+    `held`: the runs this process still streams or starts, never its own to take over, even when a
+    renewal came late (the watcher passes them).
 
     One transaction of four statements whatever the number (one more per run claimed, for its history);
     a tick with nothing expired reads one index and writes nothing.
@@ -74,6 +76,8 @@ def takeover_claim(*, limit: int) -> list[str]:
     now = timezone.now()
     expired = Thread.objects.exclude(run_status=RunStatus.IDLE).filter(
         lease_expires_at__lt=stale_before(now), current_run_id__in=takeable_runs())
+    if held:
+        expired = expired.exclude(current_run_id__in=list(held))
     if not expired.exists():
         return []
     with transaction.atomic():

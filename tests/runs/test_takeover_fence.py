@@ -100,3 +100,10 @@ def test_a_handed_over_run_is_taken_at_once_and_its_old_process_is_fenced_off(th
     assert lock_release(thread_id=thread.id, run_id="run_handed", run_status=Run.Status.FAILED) is False
     assert takeover_claim(limit=5) == ["run_handed"]
     assert Run.objects.get(id="run_handed").takeovers[0]["reason"] == "handover"
+
+
+def test_a_process_never_takes_over_a_run_it_still_streams_or_starts(thread):
+    run = takeable(thread)  # its lease looks stale: a renewal came late
+    assert takeover_claim(limit=5, held=[run.id]) == []
+    assert Run.objects.get(id=run.id).takeover_count == 0
+    assert takeover_claim(limit=5) == [run.id]  # another process's claim

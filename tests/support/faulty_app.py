@@ -4,7 +4,9 @@ the server itself). A uvicorn subprocess serves `tests.support.faulty_app:applic
 
 - `encode`: encoding a run's second TEXT_MESSAGE_CONTENT event raises;
 - `write`: the server's third write of a streaming body raises (the socket failing under the run);
-- `store`: the first attempt to store each run's step raises (the database refusing the write).
+- `store`: the first attempt to store each run's step raises (the database refusing the write);
+- `start_stall`: a /v1 run's start, once it took the lock and committed, waits `TAMBO_TEST_STALL`
+  seconds before it returns to the event loop (a busy loop or worker pool between the two).
 
 Each fault is injected by replacing one function of the running app, so the server code stays free of
 test hooks.
@@ -12,10 +14,12 @@ test hooks.
 from __future__ import annotations
 
 import os
+import time
 
 from tambo_project.asgi import application as real_application  # sets up Django first
 
 import runs.stream.guard  # noqa: E402
+import runs.views  # noqa: E402
 from runs import services  # noqa: E402
 
 FAULT = os.environ.get("TAMBO_TEST_FAULT", "")
@@ -53,6 +57,18 @@ def _failing_store():
     return step_store
 
 
+def _stalled_start():
+    real = runs.views.run_start_request
+    stall = float(os.environ.get("TAMBO_TEST_STALL", "5"))
+
+    def run_start_request(**kwargs):
+        started = real(**kwargs)
+        time.sleep(stall)  # on the database worker thread, after the start's transaction committed
+        return started
+
+    return run_start_request
+
+
 def _failing_writes(app):
     async def wrapped(scope, receive, send):
         if scope["type"] != "http" or "/runs" not in scope.get("path", ""):
@@ -77,7 +93,9 @@ if FAULT == "encode":
     runs.stream.guard.encode_event = _failing_encoder()
 elif FAULT == "store":
     services.step_store = _failing_store()
+elif FAULT == "start_stall":
+    runs.views.run_start_request = _stalled_start()
 elif FAULT == "write":
     application = _failing_writes(real_application)
 else:
-    raise RuntimeError(f"TAMBO_TEST_FAULT must be encode, write or store, not {FAULT!r}")
+    raise RuntimeError(f"TAMBO_TEST_FAULT must be encode, write, store or start_stall, not {FAULT!r}")
