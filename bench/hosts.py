@@ -79,6 +79,12 @@ class Hosts:
             if line.startswith(PREFIX):
                 _ip("netns", "del", line.split()[0], check=False)
         _ip("link", "del", BRIDGE, check=False)
+        # A host end whose namespace a killed process still held outlives the namespace's name.
+        links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+        for line in links.splitlines():
+            name = line.split(": ")[1].split("@")[0] if ": " in line else ""
+            if name.startswith(BRIDGE[:-1] + "v"):
+                _ip("link", "del", name, check=False)
 
 
 class PostgresHost:

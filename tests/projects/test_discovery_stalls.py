@@ -2,7 +2,8 @@
 costs one fetch, not one per exchange (single flight, and the failure remembered for
 USER_TOKEN_JWKS_RETRY_SECONDS); one that trickles its document is cut at USER_TOKEN_JWKS_TIMEOUT for
 the whole read, not per byte. Before: 20 exchanges made 21 fetches, and a trickling issuer held an
-exchange past 100 s. Counted, not timed."""
+exchange past 100 s. Counted, not timed: what else the process serves meanwhile (/healthz, another
+project's whole run) is checked to be answered before the waiting exchanges are."""
 import json
 from concurrent.futures import ThreadPoolExecutor
 
@@ -64,10 +65,13 @@ def small_pool_server(django_db_setup, django_db_blocker):
     server.stop()
 
 
-def test_exchanges_waiting_for_an_issuer_hold_no_database_connection(small_pool_server, api_key, project):
+def test_exchanges_waiting_for_an_issuer_hold_no_database_connection(small_pool_server, api_key, project,
+                                                                     other_project_key):
     import time
 
     import requests
+
+    from tests.support.sse import iter_events, types
 
     # PostgreSQL's pool (bin/test runs this file on PostgreSQL only: it is not marked both_dbs).
     with HangingListener() as issuer:
@@ -80,9 +84,15 @@ def test_exchanges_waiting_for_an_issuer_hold_no_database_connection(small_pool_
             # Before, each waiting exchange held a pooled connection: with the two taken, /healthz
             # waited DB_POOL_TIMEOUT and answered 503.
             health = [requests.get(small_pool_server.url + "/healthz", timeout=30) for _ in range(3)]
+            # Another project's run, start to end, on the same process meanwhile.
+            run = requests.post(small_pool_server.url + "/v1/threads/runs", headers={"x-api-key": other_project_key},
+                                json={"userKey": "bob", "message": {"role": "user", "content": [
+                                    {"type": "text", "text": "hi"}]}}, stream=True, timeout=30)
+            run_events = types(list(iter_events(run)))
             still_waiting = sum(not future.done() for future in pending)
             answers = [future.result() for future in pending]
     assert [h.status_code for h in health] == [200, 200, 200]
-    assert still_waiting > 0  # /healthz answered while exchanges were blocked on the issuer
+    assert run.status_code == 200 and run_events[-1] == "RUN_FINISHED", run_events
+    assert still_waiting > 0  # /healthz and the run answered while exchanges were blocked on the issuer
     for answer in answers:
         assert "did not arrive in time" in assert_oauth_error(answer, 400, "invalid_grant")
