@@ -58,7 +58,8 @@ class StartedRun:
         self.tool_counts = TurnToolCounts.of_turn(self.history, turn_limit=limit,
                                                   max_identical=settings.MAX_IDENTICAL_TOOL_CALLS)
         # Every entry point (/v1, AG-UI) builds one of these once the lock is taken: the run starts here.
-        run_meter_start(run=self.run, thread=self.thread, project=self.thread.project, user_key=self.thread.user_key)
+        run_meter_start(run=self.run, thread=self.thread, project=self.thread.project, user_key=self.thread.user_key,
+                        models=self.models)
 
 
 def _tool_results(body: wire.CreateRunBody) -> dict[str, wire.InToolResultBlock]:

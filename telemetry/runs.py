@@ -66,11 +66,15 @@ class RunMeter:
         return None if self.first_output_at is None else self.first_output_at - self.started_at
 
 
-def run_meter_start(*, run, thread, project, user_key: str) -> RunMeter:
-    """Starts measuring `run` (kept on the Run instance, as its in-memory token usage is)."""
+def run_meter_start(*, run, thread, project, user_key: str, models=None) -> RunMeter:
+    """Starts measuring `run` (kept on the Run instance, as its in-memory token usage is). `models`,
+    the run's providers.chain.ModelChain, names the model the run calls first (the project's own, or
+    its agent: docs/models.md#agents), which its spans name; without it, the run's requested model or
+    the server's default. The run's end names the model that answered (`RunEnd`)."""
+    first = models.targets[0] if models is not None else None
     meter = RunMeter(project_id=project.id, project_name=project.name, user_key=user_key, thread_id=thread.id,
-                     run_id=run.id, model=resolved_model(run.model),
-                     provider=getattr(run, "provider", None) or settings.MODEL_PROVIDER,
+                     run_id=run.id, model=first.model if first else resolved_model(run.model),
+                     provider=first.provider if first else getattr(run, "provider", None) or settings.MODEL_PROVIDER,
                      offered=frozenset(project_model_names(project)))
     meter.span = tracing.run_span_start(meter)
     run._telemetry_meter = meter
