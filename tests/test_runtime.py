@@ -196,3 +196,35 @@ def test_the_lifespan_starts_and_stops_the_runtime_and_fails_the_start_up_when_a
     assert [m["type"] for m in sent] == ["lifespan.startup.failed"]
     assert "b did not start" in sent[0]["message"]
     assert calls == ["start a", "start b", "stop a", "emptied"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_registering_while_the_runtime_stops_does_not_start_the_stopped_watcher_again(monkeypatch):
+    from runs.control import RunControl, Watcher
+
+    runtime = Runtime()
+    watcher = Watcher()
+    monkeypatch.setattr("runs.control.process_runtime", runtime)
+    straggler = RunControl("run_straggling")
+    straggler.settle("completed")
+    # Stopped in reverse: the watcher first, then a run registers (a straggler of the shutdown).
+    runtime.add(Part("straggler", stop=lambda: watcher.register(straggler)),
+                Part("run watcher", start=watcher.start, stop=watcher.stop))
+    seen: dict[str, object] = {}
+
+    async def go() -> None:
+        await runtime.start()
+        seen["started"] = watcher._task
+        await runtime.stop()
+        seen["after stop"] = watcher._task
+        watcher.unregister(straggler)
+        # No runtime on this loop any more: a run registering starts the watcher itself (the fallback).
+        watcher.register(straggler)
+        seen["fallback"] = watcher._task
+        watcher.unregister(straggler)
+        await watcher.stop()
+
+    asyncio.run(go())
+    assert seen["started"] is not None
+    assert seen["after stop"] is None  # before the runtime, a register always started it again
+    assert seen["fallback"] is not None
