@@ -158,12 +158,12 @@ class Extractions:
 
     async def stop(self, timeout: float = 5.0) -> None:
         tasks = list(self._tasks)
-        if not tasks:
-            return
-        _, pending = await asyncio.wait(tasks, timeout=timeout)
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
+        if tasks:
+            _, pending = await asyncio.wait(tasks, timeout=timeout)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        self._slots = None  # bound to this loop: a runtime started again on another makes its own
 
 
 extractions = Extractions()

@@ -17,6 +17,8 @@ from django.conf import settings
 from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from core.runtime import process_runtime
+
 ENV_REF = re.compile(r"^env:([A-Za-z_][A-Za-z0-9_]*)$")
 
 
@@ -216,6 +218,7 @@ def run_rate(limits: Limits) -> int:
 # (project pk, settings_version) -> parsed settings. A project's rows are few and small; the cache
 # holds one entry per project (an older version is replaced).
 _parsed: dict[str, tuple[int, ProjectSettings]] = {}
+process_runtime.cache_register("parsed project settings", _parsed.clear)
 
 
 def project_settings(project) -> ProjectSettings:

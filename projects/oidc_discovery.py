@@ -29,6 +29,8 @@ from urllib.parse import urlsplit
 import requests
 from django.conf import settings
 
+from core.runtime import process_runtime
+
 DISCOVERY_PATH = "/.well-known/openid-configuration"
 DISCOVERY_LIFESPAN = 300.0
 MAX_DOCUMENT_BYTES = 100_000
@@ -37,6 +39,8 @@ _cache: dict[str, tuple[float, str]] = {}
 _flights: dict[str, Future] = {}  # issuer -> the fetch under way
 _failed: dict[str, tuple[float, str]] = {}  # issuer -> (refused until, why)
 _lock = threading.Lock()
+# The documents and refusals; a fetch under way fills the cache when it ends.
+process_runtime.cache_register("OIDC discovery", lambda: (_cache.clear(), _failed.clear()))
 LATE = "The issuer's discovery document did not arrive in time; try again later."
 
 

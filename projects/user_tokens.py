@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
 from django.conf import settings
 
+from core.runtime import process_runtime
 from core.sanity import InputError, check_text
 from projects import oidc_discovery
 from projects.identities import USER_KEY_MAX_LENGTH
@@ -129,6 +130,7 @@ def user_tokens_configured(project) -> bool:
 
 _jwks_clients: dict[tuple[str, float, float], jwt.PyJWKClient] = {}
 _jwks_clients_lock = threading.Lock()
+process_runtime.cache_register("user tokens' JWKS clients", _jwks_clients.clear)
 
 
 class _GuardedJWKClient(jwt.PyJWKClient):

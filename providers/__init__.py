@@ -7,6 +7,7 @@ from functools import lru_cache
 
 from django.conf import settings
 
+from core.runtime import process_runtime
 from providers.base import Endpoint, Provider
 from providers.deadline import Deadlines
 
@@ -83,6 +84,10 @@ def _provider_for(endpoint: Endpoint) -> Provider:
 
 
 def reset_providers() -> None:
-    """For tests that change provider settings."""
+    """Forgets the providers made (for tests that change provider settings, and when the process
+    runtime stops, once their clients are closed: core/runtime.py)."""
     _provider_for.cache_clear()
     _made.clear()
+
+
+process_runtime.cache_register("model providers", reset_providers)

@@ -1,6 +1,6 @@
 """The retention job in each serving process: a pass of `retention_apply` every
 RETENTION_INTERVAL_SECONDS (0: never; run `manage.py apply_retention` from cron instead), started at
-the process's start and stopped at its shutdown (tambo_project/lifespan.py).
+the process's start and stopped at its shutdown (a part of its runtime: tambo_project/runtime.py).
 
 The first pass comes at a random point of the first interval, so the processes of a deployment do
 not all start theirs together; the database work runs on the shared database threads (core/db.py)

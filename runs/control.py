@@ -5,7 +5,8 @@ another process, the client disconnecting) stop a run at once: the model stream 
 flight is a task that gets cancelled, so the provider's HTTP request is closed immediately rather
 than at its next chunk.
 
-The watcher is one task per process, started by the first API request or run. Every
+The watcher is one task per process, started with the process (its runtime: tambo_project/runtime.py;
+where no runtime runs on the loop, by the first API request or run: core/runtime.py). Every
 RUN_WATCH_INTERVAL seconds it renews the leases of all runs this process streams with one UPDATE,
 looks for cancels requested through the database with one SELECT, checkpoints the in-progress text
 of the runs whose text changed (at most once a second per run) with one UPDATE, and records the
@@ -28,6 +29,7 @@ from django.conf import settings
 from django.db import close_old_connections, connections
 
 from core.db import db_call, log_db_failure
+from core.runtime import process_runtime
 from projects.limits import counters_prune
 from runs.lock import lock_held_by, lock_renew
 from runs.models import Run
@@ -198,9 +200,17 @@ class Watcher:
         self._cleaned_at = 0.0
 
     def register(self, control: RunControl) -> None:
-        """Adds a run; starts the watcher task on the running loop unless one already runs there."""
+        """Adds a run; starts the watcher task on the running loop unless the process runtime runs
+        there (it started the watcher) or the watcher does already."""
         self.controls[control.run_id] = control
         starting_done(control.run_id)
+        if not process_runtime.running():
+            self.ensure_started()
+
+    def start(self) -> None:
+        """Starts the watcher with the process (its runtime, core/runtime.py); a watcher drained by an
+        earlier stop takes runs over again."""
+        self.draining = False
         self.ensure_started()
 
     def ensure_started(self) -> None:

@@ -18,6 +18,7 @@ from django.conf import settings
 from pydantic import ValidationError
 
 from clientsdk import wire
+from core.runtime import process_runtime
 from providers.base import ModelTool
 from runs.history import component_tool_name
 from tools.registry import ServerTool, get_tool
@@ -211,7 +212,15 @@ def tool_executor() -> ThreadPoolExecutor:
     return _tool_executor
 
 
-_cache = None
+_cache = None  # the MCP servers' tool listings (tools/mcp_tool_cache.py), made by the first run using MCP
+
+
+def _mcp_tools_forget() -> None:
+    global _cache
+    _cache = None  # its listings, and the listing tasks of a loop that is ending
+
+
+process_runtime.cache_register("MCP tool listings", _mcp_tools_forget)
 
 
 async def mcp_grants(configs: list[Any], *, user_key: str) -> tuple[list[Any], list[tuple[str, str]]]:

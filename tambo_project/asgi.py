@@ -2,7 +2,8 @@
 
 Streaming runs are async views, so thousands of open SSE streams share one event loop instead of
 each holding a thread. Static files are served by WhiteNoise at the ASGI edge (static_files.py), the
-ASGI lifespan starts and stops what the process runs in the background (lifespan.py).
+ASGI lifespan starts and stops what the process runs in the background, its runtime (lifespan.py,
+runtime.py).
 """
 import os
 
@@ -23,17 +24,12 @@ asgi_signals.install()  # no thread per request for Django's start/finish bookke
 
 # Import the heavy modules of the run path (the model provider) now rather than inside the first run,
 # which would otherwise wait for them. The MCP SDK, half of the app's import time (about 1 s of CPU), is
-# imported by the lifespan in the background once the process starts (lifespan.py), so a process is ready
-# sooner and only a run that uses MCP in its first second may wait for it.
+# imported in the background once the process starts (runtime.py), so a process is ready sooner and only
+# a run that uses MCP in its first second may wait for it.
 import runs.loop  # noqa: E402,F401
 from providers import get_provider  # noqa: E402
 
 get_provider()
-
-from telemetry import metrics  # noqa: E402
-
-metrics.forget_dead_processes()  # a replaced worker's open streams are not open any more
-metrics.serve_metrics_port()
 
 from tambo_project.lifespan import Lifespan  # noqa: E402
 

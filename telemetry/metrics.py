@@ -144,12 +144,13 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def serve_metrics_port() -> None:
+def serve_metrics_port():
     """Serves /metrics on METRICS_PORT, from whichever process binds it first (any one can: the
-    series are summed from the shared directory). The others find the port taken and go on."""
+    series are summed from the shared directory). The others find the port taken and go on.
+    Returns the server (its `shutdown()` stops it), or None when this process serves none."""
     port = settings.METRICS_PORT
     if not port:
-        return
+        return None
     from prometheus_client import start_http_server
 
     registry = None
@@ -158,8 +159,10 @@ def serve_metrics_port() -> None:
         multiprocess.MultiProcessCollector(registry)
     try:
         if registry is not None:
-            start_http_server(port, addr=settings.METRICS_HOST, registry=registry)
+            server, _ = start_http_server(port, addr=settings.METRICS_HOST, registry=registry)
         else:
-            start_http_server(port, addr=settings.METRICS_HOST)
+            server, _ = start_http_server(port, addr=settings.METRICS_HOST)
     except OSError:
         log.debug("METRICS_PORT %s is served by another process", port)
+        return None
+    return server

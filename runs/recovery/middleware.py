@@ -1,4 +1,6 @@
-"""Starts this process's run watcher (runs/control.py) with the first request it serves.
+"""Starts this process's run watcher (runs/control.py) with the first request it serves, where no
+process runtime runs on the loop (core/runtime.py: an in-process test client, uvicorn with
+`--lifespan off`); a served process's lifespan started it already.
 
 The watcher records the threads whose lease expired, whichever process held them (docs/protocol.md#after-a-crash),
 so it must run in every serving process, not only in those that happen to stream a run.
@@ -7,6 +9,7 @@ from __future__ import annotations
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 
+from core.runtime import process_runtime
 from runs.control import watcher
 
 
@@ -27,5 +30,6 @@ class RunWatcherMiddleware:
         return self._acall(request)
 
     async def _acall(self, request):
-        watcher.ensure_started()
+        if not process_runtime.running():
+            watcher.ensure_started()
         return await self.get_response(request)

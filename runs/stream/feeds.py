@@ -38,6 +38,7 @@ from django.db import connection
 from clientsdk import wire
 from core import memory
 from core.db import db_call, log_db_failure
+from core.runtime import process_runtime
 from runs.stream.event_log import event_log_connection, event_log_write
 from runs.stream.sse import encode_event, merge_encoded
 from threads.sealing import seal_text
@@ -283,7 +284,8 @@ class Flusher:
         feed = Feed(run_id, logged=True, after=after, on_append=self._mark_dirty, thread_id=thread_id)
         feed.encrypt = encrypt
         self.feeds[run_id] = feed
-        self.ensure_started()
+        if not process_runtime.running():  # else the runtime started the writer (core/runtime.py)
+            self.ensure_started()
         if thread_id is not None:
             for listener in self.thread_listeners:
                 listener([thread_id])

@@ -111,6 +111,13 @@ class ThreadWatch:
             self._polled_at = now
             self.heard(["*"])
 
+    async def stop(self) -> None:
+        """Stops a refresh under way (at the process's shutdown, once the streams have closed)."""
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
     def heard_threadsafe(self, ids: list[str]) -> None:
         """`heard`, from a thread that is not the event loop's (a DRF view, a database thread)."""
         loop = self._loop
