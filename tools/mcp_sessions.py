@@ -25,8 +25,8 @@ from django.conf import settings
 from mcp import MCPError
 from mcp.types import CONNECTION_CLOSED
 
-from tools.mcp_client import (McpResult, McpServerConfig, McpTool, _connect, call_outcome, call_tool, list_tools,
-                              listing_outcome, tools_of)
+from tools.mcp_client import (McpResult, McpServerConfig, McpToolList, _connect, call_outcome, call_tool,
+                              list_tools, listing_outcome, tools_of)
 from tools.mcp_input import Asker, refuse_elicitation
 
 logger = logging.getLogger(__name__)
@@ -127,7 +127,7 @@ class McpSessions:
         return await call_outcome(config, tool_name, lambda: asyncio.shield(future), timeout=timeout,
                                   on_timeout=hung, asker=asker)
 
-    async def list_tools(self, config: McpServerConfig, *, timeout: float) -> list[McpTool]:
+    async def list_tools(self, config: McpServerConfig, *, timeout: float) -> McpToolList:
         """As tools.mcp_client.list_tools (raises McpClientError), on the server's kept session."""
         if config.auth != "none":
             return await list_tools(config, timeout=timeout)
