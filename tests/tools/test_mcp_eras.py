@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.mcp_fixtures import running_era_mcp_server
+from tests.support.run_requests import run, text_of, user_message
+from tests.support.sse import read_events, types
 from tools.mcp_client import McpServerConfig
 from tools.mcp_tool_cache import MAX_SERVER_TTL, MIN_SERVER_TTL, McpToolCache
 
@@ -82,3 +84,80 @@ def test_a_session_era_server_s_list_is_kept_for_the_configured_ttl(logs):
         counts = listings_at(url, log, [0.0, 12.1, 29.9, 30.1])
     assert counts == [1, 1, 1, 2]
     assert all(entry["era"] != "2026-07-28" for entry in requests_in(log, "tools/list"))
+
+
+# --- our trace context in `_meta` -----------------------------------------------------------------------
+
+
+def add_server(project, url: str, name: str):
+    from tools.models import McpServer
+
+    return McpServer.objects.create(project=project, name=name, transport="http", url=url)
+
+
+@pytest.fixture
+def traced_api(transactional_db, api_key):
+    """A live server with tracing on, exporting to a receiver in the test (as tests/telemetry/test_traces.py)."""
+    from tests.conftest import Api
+    from tests.support.live import LiveServer
+    from tests.telemetry.test_traces import Receiver
+
+    receiver = Receiver()
+    server = LiveServer("traced-mcp", {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_BSP_SCHEDULE_DELAY": "50",
+                                       "OTEL_SERVICE_NAME": "tambo-test"})
+    try:
+        yield Api(server.url, api_key), receiver
+    finally:
+        server.stop()
+        receiver.close()
+
+
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+PARENT_SPAN = "00f067aa0ba902b7"
+TRACESTATE = "tambo=t61rcWkgMzE"
+
+
+def test_with_tracing_on_each_tool_call_carries_the_run_s_trace_context_in_its_meta(traced_api, project, logs):
+    api, receiver = traced_api
+    modern_log, legacy_log = logs / "traced-modern.jsonl", logs / "traced-legacy.jsonl"
+    with running_era_mcp_server(call_log=str(modern_log)) as modern, \
+            running_era_mcp_server(legacy=True, call_log=str(legacy_log)) as legacy:
+        add_server(project, modern, "modern")
+        add_server(project, legacy, "legacy")
+        # A caller's trace, with a vendor's tracestate: the run continues it, and so do its MCP calls.
+        response = api.post("/v1/threads/runs", {"userKey": "alice", "message": user_message(
+            "modern__era then legacy__era {}")}, stream=True,
+            headers={"traceparent": f"00-{TRACE_ID}-{PARENT_SPAN}-01", "tracestate": TRACESTATE})
+        events = read_events(response)
+    assert types(events)[-1] == "RUN_FINISHED"
+    assert text_of(events).splitlines() == ["Tool modern__era returned: 2026-07-28",
+                                            "Tool legacy__era returned: 2025-11-25"]
+    [modern_call], [legacy_call] = requests_in(modern_log, "tools/call"), requests_in(legacy_log, "tools/call")
+    parents = {}
+    for call in (modern_call, legacy_call):
+        version, trace_id, parent_id, flags = call["meta"]["traceparent"].split("-")
+        assert (version, trace_id, flags) == ("00", TRACE_ID, "01")
+        assert call["meta"]["tracestate"] == TRACESTATE
+        parents[parent_id] = trace_id
+
+    def exported(spans):
+        ids = {span.span_id.hex() for span in spans}
+        return any(span.name == "invoke_agent" for span in spans) and set(parents) <= ids
+
+    receiver.wait_for(exported)
+    [agent] = [span for span in receiver.spans if span.name == "invoke_agent"]
+    for parent_id, trace_id in parents.items():
+        assert trace_id == agent.trace_id.hex()
+        # The traceparent names the package's client span of the call, itself under the run's span.
+        [sender] = [span for span in receiver.spans if span.span_id.hex() == parent_id]
+        assert sender.name.startswith("MCP send tools/call") and sender.parent_span_id == agent.span_id
+
+
+def test_with_tracing_off_a_tool_call_carries_no_trace_context_and_works(api, project, logs):
+    log = logs / "untraced.jsonl"
+    with running_era_mcp_server(call_log=str(log)) as url:
+        add_server(project, url, "demo")
+        _, events = run(api, "demo__era {}")
+    assert text_of(events) == "Tool demo__era returned: 2026-07-28"
+    [call] = requests_in(log, "tools/call")
+    assert not {"traceparent", "tracestate"} & set(call["meta"] or {})
