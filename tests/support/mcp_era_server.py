@@ -21,6 +21,7 @@ from typing import Any
 import mcp_types as types
 from mcp.server.caching import CacheHint
 from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import CallToolResult
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 
@@ -43,6 +44,23 @@ def build(ttl_ms: int | None) -> MCPServer:
     @server.tool(description="Name the protocol revision this call was made in.")
     def era(ctx: Context) -> str:
         return str(ctx.protocol_version)
+
+    # Structured content only (no text content), of each JSON kind: any JSON value on 2026-07-28.
+    @server.tool(description="Structured content only: an array.")
+    def numbers() -> CallToolResult:
+        return CallToolResult(content=[], structured_content=[1, 2, 3])
+
+    @server.tool(description="Structured content only: a string.")
+    def word() -> CallToolResult:
+        return CallToolResult(content=[], structured_content="tosca")
+
+    @server.tool(description="Structured content only: a number.")
+    def count() -> CallToolResult:
+        return CallToolResult(content=[], structured_content=42)
+
+    @server.tool(description="Structured content only: an object.")
+    def record() -> CallToolResult:
+        return CallToolResult(content=[], structured_content={"seats": 2})
 
     return server
 

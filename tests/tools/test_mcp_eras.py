@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.mcp_fixtures import running_era_mcp_server
-from tests.support.run_requests import run, text_of, user_message
+from tests.support.run_requests import run, stored_results, text_of, tool_results, user_message
 from tests.support.sse import read_events, types
 from tools.mcp_client import McpServerConfig
 from tools.mcp_tool_cache import MAX_SERVER_TTL, MIN_SERVER_TTL, McpToolCache
@@ -161,3 +161,30 @@ def test_with_tracing_off_a_tool_call_carries_no_trace_context_and_works(api, pr
     assert text_of(events) == "Tool demo__era returned: 2026-07-28"
     [call] = requests_in(log, "tools/call")
     assert not {"traceparent", "tracestate"} & set(call["meta"] or {})
+
+
+# --- structuredContent of any JSON ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    ([1, 2, 3], "[1, 2, 3]"), ("tosca", '"tosca"'), (42, "42"), (0, "0"), (False, "false"), ({"seats": 2}, '{"seats": 2}'),
+])
+def test_structured_content_alone_of_any_json_kind_is_shown_as_its_json(value, text):
+    from mcp.types import CallToolResult
+
+    from tools.mcp_client import content_blocks
+
+    assert content_blocks(CallToolResult(content=[], structured_content=value)) == [{"type": "text", "text": text}]
+
+
+def test_structured_content_of_any_json_kind_reaches_the_model_and_is_stored(api, project, logs):
+    with running_era_mcp_server() as url:
+        add_server(project, url, "demo")
+        thread_id, events = run(api, "demo__numbers, demo__word, demo__count and demo__record {}")
+    assert types(events)[-1] == "RUN_FINISHED"
+    texts = ["[1, 2, 3]", '"tosca"', "42", '{"seats": 2}']
+    assert [result["content"] for result in tool_results(events)] == texts
+    assert [stored["content"] for stored in stored_results(api, thread_id)] == [
+        [{"type": "text", "text": text}] for text in texts]
+    assert text_of(events).splitlines() == [f"Tool demo__{name} returned: {text}" for name, text in zip(
+        ("numbers", "word", "count", "record"), texts)]
