@@ -188,3 +188,29 @@ def test_structured_content_of_any_json_kind_reaches_the_model_and_is_stored(api
         [{"type": "text", "text": text}] for text in texts]
     assert text_of(events).splitlines() == [f"Tool demo__{name} returned: {text}" for name, text in zip(
         ("numbers", "word", "count", "record"), texts)]
+
+
+# --- both eras in one project ---------------------------------------------------------------------------
+
+
+def test_a_2026_server_and_a_session_era_server_serve_one_project_each_in_its_own_era(api, project, logs):
+    modern_log, legacy_log = logs / "both-modern.jsonl", logs / "both-legacy.jsonl"
+    with running_era_mcp_server(call_log=str(modern_log)) as modern, \
+            running_era_mcp_server(legacy=True, call_log=str(legacy_log)) as legacy:
+        add_server(project, modern, "modern")
+        add_server(project, legacy, "legacy")
+        thread_id, events = run(api, "legacy__era then modern__era {}")
+    assert types(events)[-1] == "RUN_FINISHED"
+    # Both results reach the model, each naming the revision its call was made in.
+    assert text_of(events).splitlines() == ["Tool legacy__era returned: 2025-11-25",
+                                            "Tool modern__era returned: 2026-07-28"]
+    assert [stored["content"] for stored in stored_results(api, thread_id)] == [
+        [{"type": "text", "text": "2025-11-25"}], [{"type": "text", "text": "2026-07-28"}]]
+    # Negotiated per server: the 2026-07-28 one was listed and called statelessly, the other on a session
+    # (every request after `initialize` carries its Mcp-Session-Id).
+    modern_requests = requests_in(modern_log, "tools/list") + requests_in(modern_log, "tools/call")
+    legacy_requests = requests_in(legacy_log, "tools/list") + requests_in(legacy_log, "tools/call")
+    for requests in (modern_requests, legacy_requests):
+        assert [r["method"] for r in requests].count("tools/call") == 1 and requests[0]["method"] == "tools/list"
+    assert {(r["era"], r["session"]) for r in modern_requests} == {("2026-07-28", False)}
+    assert {(r["era"], r["session"]) for r in legacy_requests} == {("2025-11-25", True)}
