@@ -27,6 +27,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import (CONNECTION_CLOSED, AudioContent, BlobResourceContents, CallToolResult,
                        EmbeddedResource, ImageContent, ResourceLink, TextContent)
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from tools.mcp_input import MAX_INPUT_ROUNDS, Asker, InputRequest, refuse_elicitation
 from tools.mcp_oauth import authorization_required_in
@@ -36,6 +37,7 @@ __all__ = [
     "McpResult",
     "McpServerConfig",
     "McpTool",
+    "McpToolList",
     "call_tool",
     "list_tools",
     "listing_outcome",
@@ -115,6 +117,13 @@ class McpTool:
     repeatable: bool = False
 
 
+class McpToolList(list[McpTool]):
+    """A server's tools, and for how many seconds the server says the list stays fresh (`ttl`): its
+    `ttlMs` on a 2026-07-28 connection; None when it said nothing (a session-era server)."""
+
+    ttl: float | None = None
+
+
 @dataclass(frozen=True)
 class McpResult:
     """A tool result as Tambo content blocks (`text` and `resource`, docs/protocol.md#endpoints)."""
@@ -127,23 +136,28 @@ class McpResult:
     input_request: InputRequest | None = None
 
 
-async def list_tools(config: McpServerConfig, *, timeout: float) -> list[McpTool]:
+async def list_tools(config: McpServerConfig, *, timeout: float) -> McpToolList:
     """Return the server's tools, following pagination, on a connection of its own.
 
     Raises McpClientError when the server cannot be reached, does not answer within `timeout`
     seconds (connect and handshake included), or answers with a protocol error.
     """
 
-    async def listing() -> list[McpTool]:
+    async def listing() -> McpToolList:
         async with _connect(config) as client:
             return await tools_of(client)
 
     return await listing_outcome(config, listing, timeout=timeout)
 
 
-async def tools_of(client: Client) -> list[McpTool]:
-    """Every tool a connected server offers, following pagination."""
-    tools: list[McpTool] = []
+async def tools_of(client: Client) -> McpToolList:
+    """Every tool a connected server offers, following pagination, with the server's `ttlMs` (the
+    least of its pages': a list is as fresh as its stalest page)."""
+    tools = McpToolList()
+    # As the package's own response cache: the hint counts only on a 2026-07-28 connection (a session-era
+    # peer may put the key on the wire too), and only when the server sent it (the model's default is 0).
+    modern = client.protocol_version in MODERN_PROTOCOL_VERSIONS
+    ttl_ms: int | None = None
     cursor: str | None = None
     for _ in range(_MAX_TOOL_PAGES):
         page = await client.list_tools(cursor=cursor)
@@ -152,14 +166,17 @@ async def tools_of(client: Client) -> list[McpTool]:
                     repeatable=bool(t.annotations and (t.annotations.readOnlyHint or t.annotations.idempotentHint)))
             for t in page.tools
         )
+        if modern and "ttl_ms" in page.model_fields_set:
+            ttl_ms = page.ttl_ms if ttl_ms is None else min(ttl_ms, page.ttl_ms)
         cursor = page.next_cursor
         if not cursor:
             break
+    tools.ttl = None if ttl_ms is None else ttl_ms / 1000
     return tools
 
 
-async def listing_outcome(config: McpServerConfig, listing: Callable[[], Awaitable[list[McpTool]]], *,
-                          timeout: float, on_timeout: Callable[[], None] | None = None) -> list[McpTool]:
+async def listing_outcome(config: McpServerConfig, listing: Callable[[], Awaitable[McpToolList]], *,
+                          timeout: float, on_timeout: Callable[[], None] | None = None) -> McpToolList:
     """Awaits `listing()` for at most `timeout` seconds; every failure becomes an McpClientError with a
     safe message (the cause chained). `on_timeout` runs on a timeout."""
     try:

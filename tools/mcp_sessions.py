@@ -24,9 +24,10 @@ from typing import Any
 from django.conf import settings
 from mcp import MCPError
 from mcp.types import CONNECTION_CLOSED
+from opentelemetry import context as otel_context
 
-from tools.mcp_client import (McpResult, McpServerConfig, McpTool, _connect, call_outcome, call_tool, list_tools,
-                              listing_outcome, tools_of)
+from tools.mcp_client import (McpResult, McpServerConfig, McpToolList, _connect, call_outcome, call_tool,
+                              list_tools, listing_outcome, tools_of)
 from tools.mcp_input import Asker, refuse_elicitation
 
 logger = logging.getLogger(__name__)
@@ -113,13 +114,19 @@ class McpSessions:
             return await call_tool(config, tool_name, arguments, timeout=timeout, answers=answers)
         asker = Asker(answers=list(answers or ()))
         session_of: list[_Session] = []
+        # The call is made by the session's task, in a context of its own: it is made under the caller's
+        # OpenTelemetry context, so the package puts the caller's trace context (the run's span) in the
+        # request's `_meta` (`traceparent`, `tracestate`: SEP-414), not a trace of its own.
+        trace_context = otel_context.get_current()
 
         async def job(client: Any) -> Any:
             session = session_of[0]
             session.asker = asker
+            token = otel_context.attach(trace_context)
             try:
                 return await client.call_tool(tool_name, arguments)
             finally:
+                otel_context.detach(token)
                 session.asker = None
 
         session, future, hung = self._submit(config, job)
@@ -127,7 +134,7 @@ class McpSessions:
         return await call_outcome(config, tool_name, lambda: asyncio.shield(future), timeout=timeout,
                                   on_timeout=hung, asker=asker)
 
-    async def list_tools(self, config: McpServerConfig, *, timeout: float) -> list[McpTool]:
+    async def list_tools(self, config: McpServerConfig, *, timeout: float) -> McpToolList:
         """As tools.mcp_client.list_tools (raises McpClientError), on the server's kept session."""
         if config.auth != "none":
             return await list_tools(config, timeout=timeout)

@@ -10,6 +10,15 @@ waiting for it again; the retry happens in the background, `failure_ttl` seconds
 doubling with each failure in a row up to `max_backoff`. So a server that hangs costs its timeout
 once (the runs that were waiting for that listing), not once per run.
 
+How long a tool list is kept: `ttl` seconds, unless the server says otherwise. A 2026-07-28 server's
+list carries `ttlMs` (its caching hint, docs/tools.md#tool-lists-and-protocol-eras), which is honoured
+within [MIN_SERVER_TTL, MAX_SERVER_TTL]. The floor because the package's servers send `ttlMs: 0`
+("immediately stale") unless their author sets a hint, and a listing per run would cost more than a
+round trip: a listing waits behind a call in flight on the server's kept session (tools/mcp_sessions.py
+runs one at a time), so every run starting during a slow call would wait for it. The ceiling because no
+notification tells us of a changed list on a stateless connection: an hour bounds how long a generous
+hint hides a new or removed tool.
+
 Django-free: the caller passes the lister (tools.mcp_sessions lists on the server's kept session, so
 the listing and the calls share one process).
 """
@@ -23,12 +32,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from tools import mcp_client
-from tools.mcp_client import McpClientError, McpServerConfig, McpTool
+from tools.mcp_client import McpClientError, McpServerConfig, McpTool, McpToolList
 
 logger = logging.getLogger("tools.mcp_client")
 
 _PRUNE_ABOVE = 1000
-Lister = Callable[..., Awaitable[list[McpTool]]]  # (config, *, timeout) -> tools; raises McpClientError
+MIN_SERVER_TTL = 5.0  # seconds
+MAX_SERVER_TTL = 3600.0
+# (config, *, timeout) -> tools (an McpToolList carries the server's ttl); raises McpClientError
+Lister = Callable[..., Awaitable[list[McpTool]]]
 
 
 @dataclass(frozen=True)
@@ -101,10 +113,17 @@ class McpToolCache:
             logger.warning("Leaving out the tools of MCP server %r: %s", config.name, exc, exc_info=exc.__cause__)
             tools = None
         if tools is not None:
-            self._entries[config] = _Entry(self._clock() + self._ttl, tools)
+            self._entries[config] = _Entry(self._clock() + self._fresh_for(tools), tools)
             return tools
         previous = self._entries.get(config)
         failures = previous.failures + 1 if previous is not None and previous.tools is None else 1
         backoff = min(self._failure_ttl * 2 ** (failures - 1), self._max_backoff)
         self._entries[config] = _Entry(self._clock() + backoff, None, failures)
         return None
+
+    def _fresh_for(self, tools: list[McpTool]) -> float:
+        """Seconds a listing stays fresh: the server's own `ttlMs`, bounded, or else `ttl`."""
+        server_ttl = tools.ttl if isinstance(tools, McpToolList) else None
+        if server_ttl is None:
+            return self._ttl
+        return min(max(server_ttl, MIN_SERVER_TTL), MAX_SERVER_TTL)

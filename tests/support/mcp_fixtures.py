@@ -23,6 +23,7 @@ import pytest
 SERVER_SCRIPT = Path(__file__).with_name("mcp_server.py")
 OAUTH_SERVER_SCRIPT = Path(__file__).with_name("mcp_oauth_server.py")
 ELICIT_SERVER_SCRIPT = Path(__file__).with_name("mcp_elicit_server.py")
+ERA_SERVER_SCRIPT = Path(__file__).with_name("mcp_era_server.py")
 
 
 def stdio_command() -> tuple[str, tuple[str, ...]]:
@@ -74,6 +75,20 @@ def running_elicit_mcp_server(*, legacy: bool = False, call_log: str | None = No
     env = {**os.environ, "MCP_TEST_CALL_LOG": call_log} if call_log else None
     with _running([str(ELICIT_SERVER_SCRIPT), "--port", str(port), *(["--legacy"] if legacy else [])], port,
                   startup_timeout, env=env):
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+@contextmanager
+def running_era_mcp_server(*, legacy: bool = False, ttl_ms: int | None = None, call_log: str | None = None,
+                           startup_timeout: float = 60.0) -> Iterator[str]:
+    """Run the protocol-era test server (tests/support/mcp_era_server.py): the 2026-07-28 era, or with
+    `legacy` a session-era one; `ttl_ms` its tool lists' `ttlMs`; each listing and call is appended to
+    `call_log`."""
+    port = free_port()
+    env = {**os.environ, "MCP_TEST_CALL_LOG": call_log} if call_log else None
+    args = [str(ERA_SERVER_SCRIPT), "--port", str(port), *(["--legacy"] if legacy else []),
+            *(["--ttl-ms", str(ttl_ms)] if ttl_ms is not None else [])]
+    with _running(args, port, startup_timeout, env=env):
         yield f"http://127.0.0.1:{port}/mcp"
 
 

@@ -325,7 +325,8 @@ def test_the_cache_keeps_a_tool_list_for_its_ttl(mcp_http_url, monkeypatch):
 
     async def counting_list_tools(config, *, timeout):
         fetches.append(config.name)
-        return await real_list_tools(config, timeout=timeout)
+        # A plain list: a lister whose server set no ttl (a 2026-07-28 server's ttlMs: test_mcp_eras.py).
+        return list(await real_list_tools(config, timeout=timeout))
 
     monkeypatch.setattr(mcp_client, "list_tools", counting_list_tools)
     now = [1000.0]
