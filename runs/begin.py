@@ -1,4 +1,4 @@
-"""One run start for every entrance (docs/architecture.md#one-run-start).
+"""One run start for every entrance (docs/architecture.md#one-of-each-bounded-under-failure).
 
 Each entrance's adapter (/v1 new thread, existing thread, tool-result continuation: runs/services.py
 `run_start`; AG-UI: runs/agui/services.py `agui_run_start`) reads its wire shape into one

@@ -1,6 +1,6 @@
-"""The one run start (runs/begin.py `run_begin`, docs/architecture.md#one-run-start): every entrance
-goes through it, none applies a rule of its own, and a refused start keeps none of the tokens its
-admission reserved.
+"""The one run start (runs/begin.py `run_begin`, docs/architecture.md#one-of-each-bounded-under-failure):
+every entrance goes through it, none applies a rule of its own, and a refused start keeps none of the
+tokens its admission reserved.
 
 Driven in-process through Django's AsyncClient with the offline model, so a spy on `run_begin` sees
 every start whichever database worker thread runs it.
