@@ -1,9 +1,12 @@
 """The per-thread run lock: a lease on the thread row (docs/protocol.md#the-run-lock).
 
-`run_status` moves idle → waiting → streaming → idle. Taking and releasing are each one short
+`run_status` moves idle → waiting → streaming → idle. Taking and releasing each happen in one short
 transaction holding the thread's row lock (`SELECT … FOR UPDATE` on PostgreSQL; on SQLite the
 IMMEDIATE transaction mode set in settings takes the database write lock at BEGIN, which
-serialises the same read-check-write). No transaction is ever held while a model or tool runs.
+serialises the same read-check-write): the caller's, which writes what goes with the lock in it
+and reads top to bottom (`with lock_held(...) as thread:`, then `lock_release`), no callbacks. Each
+lock operation is one statement (the row read with its lock, its one UPDATE, the conditional
+release). No transaction is ever held while a model or tool runs.
 
 The lock carries an expiry that the streaming process renews (`lock_renew`, batched per process).
 A holder that died stops renewing; the next taker then takes the lock over and records the dead
@@ -14,7 +17,8 @@ here when Django starts (runs/apps.py): the lock only knows that a lease expired
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 from django.conf import settings
 from django.db import transaction
@@ -23,7 +27,7 @@ from django.utils import timezone
 
 from core.problems import BUSY_RETRY_AFTER, Problem
 from runs.models import THIS_PROCESS, Run
-from runs.starting import starting_note
+from runs.starting import starting_done, starting_note
 from runs.statements import run_release
 from threads.models import LEASE_EXPIRED_CODE, RunStatus, Thread  # noqa: F401 - LEASE_EXPIRED_CODE for callers
 from threads.services import thread_lock
@@ -55,31 +59,31 @@ _takeover: Callable[[Thread], None] | None = None
 
 def lock_takeover_register(record: Callable[[Thread], None]) -> None:
     """Sets what taking over an expired lease records about the run that held it: `record(thread)`
-    runs with the thread's row lock held, before the new holder's `in_lock`."""
+    runs with the thread's row lock held, before the new holder's `with lock_held(...)` block."""
     global _takeover
     _takeover = record
 
 
-def lock_take(*, thread_id: str, run_id: str, in_lock: Callable[[Thread], Any] | None = None,
-              check: Callable[[Thread], Any] | None = None, queryset: QuerySet[Thread] | None = None,
-              status: str = RunStatus.WAITING, read: Callable[[str], Thread] | None = None) -> Thread:
-    """Takes the run lock of a thread for `run_id` (IDLE → `status`, WAITING unless the caller
-    starts streaming at once) and returns the locked thread.
+@contextmanager
+def lock_held(*, run_id: str, thread_id: str | None = None, thread: Thread | None = None,
+              queryset: QuerySet[Thread] | None = None, status: str = RunStatus.WAITING) -> Iterator[Thread]:
+    """Holds the run lock of a thread for `run_id` (IDLE → `status`, WAITING unless the caller starts
+    streaming at once) while the `with` block writes what must change atomically with it (the Run
+    row, the turn, clearing pending ids): `with lock_held(thread_id=…, run_id=…) as thread:`.
 
-    Holds the thread's row lock for one short transaction, taken by threads.services `thread_lock`
-    on `queryset` (default all threads; a caller narrows it to what the requester may see, and may
-    annotate it to read more in the same statement), or by `read(thread_id)` when given (a statement
-    written once that locks the row the same way: threads/statements.py). `check(thread)` runs first, on the locked row,
-    for the checks that come before the lock's own (docs/protocol.md#starting-a-run). `in_lock(thread)` runs after
-    the lock check, so the caller can write what must change atomically with the lock (the Run row,
-    tool results, clearing pending ids); anything either raises rolls everything back. Raises
-    Problem 404 THREAD_NOT_FOUND when no row matches, 409 CONCURRENT_RUN while a live run holds the
-    lock; an expired lease is taken over and its run recorded as failed.
+    In the caller's transaction, or one of its own when none is open (never a savepoint). The row is
+    read and locked by threads.services `thread_lock` on `queryset` (default all threads; a caller
+    narrows it to what the requester may see), or is `thread`, the row the caller already read with
+    its row lock in this transaction (a statement that reads more with it: threads/statements.py)
+    and checked as the checks that come before the lock's own want (docs/protocol.md#starting-a-run).
+    Raises Problem 404 THREAD_NOT_FOUND when no row matches, 409 CONCURRENT_RUN while a live run
+    holds the lock; an expired lease is taken over and its run recorded as failed. When the block
+    ends, the thread row (every column: the lock and what the block changed on it) is written in one
+    UPDATE; when it raises, nothing is written and the transaction rolls back, lock included.
     """
-    with transaction.atomic():
-        thread = read(thread_id) if read is not None else thread_lock(thread_id=thread_id, queryset=queryset)
-        if check is not None:
-            check(thread)
+    with transaction.atomic(savepoint=False):
+        if thread is None:
+            thread = thread_lock(thread_id=thread_id, queryset=queryset)
         if thread.run_status != RunStatus.IDLE:
             if thread.has_live_run:
                 raise Problem(409, "CONCURRENT_RUN", "Another run is active on this thread.",
@@ -88,18 +92,21 @@ def lock_take(*, thread_id: str, run_id: str, in_lock: Callable[[Thread], Any] |
                 # Never taken over silently: a dead run left unrecorded would stay "streaming" for good.
                 raise RuntimeError("No lease takeover registered: the runs app is not ready (runs/apps.py).")
             _takeover(thread)
-        if in_lock is not None:
-            in_lock(thread)
         _hold(thread, run_id, status)
+        try:
+            yield thread
+        except BaseException:
+            starting_done(run_id)  # rolled back: no lease for the watcher to renew
+            raise
         # Every column, as thread.save() writes them, through a statement written once.
         THREAD_UPDATE.save(thread)
-    return thread
 
 
-def lock_take_created(*, thread: Thread, run_id: str, status: str = RunStatus.WAITING) -> None:
-    """Takes the lock of a thread about to be inserted in the caller's open transaction (as
+def lock_hold_new(*, thread: Thread, run_id: str, status: str = RunStatus.WAITING) -> None:
+    """Holds the lock of a thread about to be inserted in the caller's open transaction (as
     threads.services `thread_create`'s `before_insert`): nobody else can see the row yet, so there is
-    nothing to check and no row lock to wait for, and the INSERT writes the lock."""
+    nothing to check and no row lock to wait for, and the INSERT writes the lock (no statement of its
+    own). A rollback of that transaction takes the row and the lock with it."""
     _hold(thread, run_id, status)
 
 
@@ -137,37 +144,34 @@ def lock_renew(*, run_ids: list[str]) -> int:
 
 def lock_release(*, thread_id: str, run_id: str, run_status: str, thread_fields: dict[str, Any] | None = None,
                  error_code: str | None = None, error_message: str | None = None,
-                 run_fields: dict[str, Any] | None = None, in_lock: Callable[[], Any] | None = None,
-                 before: Callable[[], Any] | None = None) -> bool:
+                 run_fields: dict[str, Any] | None = None) -> bool:
     """Releases the lock held by `run_id` (→ IDLE) and records how the run ended.
 
-    Holds the thread's row lock for one short transaction. Only the holder can release: for any
-    other run this changes nothing and returns False (its lease was taken over, for instance).
-    `thread_fields` are set on the thread in the same transaction (pending ids, last run …), and
-    `run_fields` on the run (its token usage); `before()` runs first in the same transaction, whether
-    or not the lock is still held (the run's last step, stored with its end: runs/services.py), and
-    `in_lock()` last, only when the lock was released (the run's usage record: telemetry/runs.py).
-    A run another process took over (runs/recovery/takeover.py) releases nothing and stores nothing.
+    In the caller's transaction, or one of its own when none is open (never a savepoint): a caller
+    that writes with the end (the run's last step before it, its usage row after it when it
+    released: runs/services.py) opens the transaction and writes there. Only the holder can release:
+    for any other run this changes nothing and returns False (its lease was taken over, for
+    instance). `thread_fields` are set on the thread (pending ids, last run …) and `run_fields` on
+    the run (its token usage). A run another process took over (runs/recovery/takeover.py) releases
+    nothing (`lock_taken_over` tells the caller to roll back what it wrote before).
     """
     now = timezone.now()
     # One conditional UPDATE is the check and the write: it takes the row lock and changes the row
     # only while `run_id` holds the lock; the run's is written with it (runs/statements.py: one
     # statement on PostgreSQL, two in this transaction on SQLite).
-    with transaction.atomic():
-        if before is not None:
-            before()
-        released = run_release(
+    with transaction.atomic(savepoint=False):
+        return run_release(
             thread_id=thread_id, run_id=run_id,
             thread_values={"run_status": RunStatus.IDLE, "current_run_id": None, "lease_expires_at": None,
                            "updated_at": now, **(thread_fields or {})},
             run_values={"status": run_status, "error_code": error_code, "error_message": error_message,
                         "finished_at": now, **(run_fields or {})})
-        if released and in_lock is not None:
-            in_lock()
-        if not released and before is not None and Run.objects.filter(id=run_id).exclude(OWNED).exists():
-            # Taken over by another process, which redoes the step: what `before` stored must go.
-            transaction.set_rollback(True)
-    return released
+
+
+def lock_taken_over(*, run_id: str) -> bool:
+    """Whether another process took `run_id` over (docs/operations.md#takeover): one statement, asked
+    only after a release that released nothing."""
+    return Run.objects.filter(id=run_id).exclude(OWNED).exists()
 
 
 def lock_held_by(*, thread_id: str, run_id: str) -> bool:

@@ -5,7 +5,7 @@ import pytest
 
 from projects.auth import api_key_find
 from projects.models import ApiKey, Project
-from runs.lock import lock_take
+from runs.lock import lock_held
 from runs.models import Run
 from tests.support.admin import admin_url
 from threads import services
@@ -25,8 +25,8 @@ def rows(db):
     thread = services.thread_create(project=project, user_key="alice", name="Admin thread")
     message = services.message_create(thread=thread, role="user",
                                       content=[{"type": "text", "text": "visible in the inline"}])
-    lock_take(thread_id=thread.id, run_id="run_admin",
-              in_lock=lambda locked: Run.objects.create(id="run_admin", thread=locked, model="offline"))
+    with lock_held(thread_id=thread.id, run_id="run_admin") as locked:
+        Run.objects.create(id="run_admin", thread=locked, model="offline")
     mcp = McpServer.objects.create(project=project, name="files", command="mcp-files")
     tool = ProjectTool.objects.create(project=project, name="current_time")
     secured = McpServer.objects.create(project=project, name="secured", transport="http", url="https://mcp.example/mcp",

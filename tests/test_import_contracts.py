@@ -48,6 +48,7 @@ def test_the_tree_keeps_its_import_contracts(tmp_path):
     ("runs.stream.sse", "runs.services"),  # streaming reaching into the lifecycle that writes the run
     ("runs.services", "runs.agui.services"),  # the lifecycle depending on its AG-UI adapter
     ("runs.recovery.settle", "runs.agui.protocol"),  # recovery depending on the AG-UI adapter
+    ("runs.begin", "runs.services"),  # the one run start depending on one of its entrances
     ("runs.lock", "runs.recovery.settle"),  # taking a lock importing crash recovery
     ("runs.control", "retention.policy"),  # the run lifecycle reaching up into the retention job
     ("tambo_project.middleware", "gateway.errors"),  # the configuration layer choosing an app's error shape

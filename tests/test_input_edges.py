@@ -1,7 +1,7 @@
 """Input that the database cannot store, and rows that vanish, answer 4xx problems, never 500."""
 import pytest
 
-from runs.lock import lock_take
+from runs.lock import lock_held
 from core.problems import Problem
 from threads.models import Thread
 
@@ -28,5 +28,6 @@ def test_taking_the_lock_of_a_thread_deleted_meanwhile_is_a_404(project):
     thread = Thread.objects.create(project=project, user_key="alice")
     Thread.objects.filter(pk=thread.pk).delete()
     with pytest.raises(Problem) as caught:
-        lock_take(thread_id=thread.pk, run_id="run_x")
+        with lock_held(thread_id=thread.pk, run_id="run_x"):
+            pass
     assert caught.value.status == 404 and caught.value.code == "THREAD_NOT_FOUND"

@@ -47,6 +47,7 @@ from runs.recovery.leases import partial_store, stale_before, takeable_runs
 from runs.services import StartedRun
 from runs.step import Call, Step
 from runs.toolbox import mcp_tools_load
+from telemetry.runs import run_meter_start
 from threads.content import block_text
 from threads.models import LEASE_EXPIRED_CODE, Message, RunStatus, Thread
 from threads.sealing import open_text
@@ -175,6 +176,8 @@ def run_resume(*, run_id: str) -> StartedRun:
     started = StartedRun(thread=thread, run=run, body=body, history=history, tools=project_tools_of(project),
                          models=model_chain_for(project, requested=body.model), context_budget=context_budget)
     started.resumed = resumed
+    # The run goes on here: its meter starts again in this process (its end records the usage row).
+    run_meter_start(run=run, thread=thread, project=project, user_key=thread.user_key, models=started.models)
     return started
 
 

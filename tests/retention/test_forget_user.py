@@ -13,7 +13,7 @@ from django.core.management import call_command
 
 from memory.services import memory_forget, memory_save
 from projects.config import Limits, ProjectSettings, project_settings_save
-from runs.lock import lock_take
+from runs.lock import lock_held
 from runs.models import Run, RunEvent
 from tests.support.images import image_part, png
 from tests.support.problems import assert_problem
@@ -138,7 +138,8 @@ def test_the_command_removes_the_user_and_prints_the_counts(api, counted_project
 def test_a_thread_with_a_live_run_is_kept_and_answered_409(counted_project, live_server_url):
     idle = services.thread_create(project=counted_project, user_key="alice")
     busy = services.thread_create(project=counted_project, user_key="alice")
-    lock_take(thread_id=busy.id, run_id="run_live")
+    with lock_held(thread_id=busy.id, run_id="run_live"):
+        pass
     session = staff_session(live_server_url)
 
     response = session.delete(f"{live_server_url}/v1/users/alice", params={"project": counted_project.name},

@@ -10,7 +10,7 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
-from runs.lock import lock_take
+from runs.lock import lock_held
 from runs.models import Run
 from tests.conftest import Api
 from tests.runs.conftest import Runs, event_of
@@ -109,8 +109,8 @@ def test_a_run_that_takes_over_a_killed_run_stores_its_checkpointed_text(doomed_
     # can record the dead run first.
     with transaction.atomic():
         Thread.objects.filter(id=thread_id).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
-        lock_take(thread_id=thread_id, run_id="run_next",
-                  in_lock=lambda t: Run.objects.create(id="run_next", thread=t))
+        with lock_held(thread_id=thread_id, run_id="run_next") as t:
+            Run.objects.create(id="run_next", thread=t)
 
     dead = Run.objects.get(id=run_id)
     assert (dead.status, dead.error_code) == (Run.Status.FAILED, "RUN_LEASE_EXPIRED")

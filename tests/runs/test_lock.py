@@ -12,11 +12,13 @@ from typing import Any, Callable
 import pytest
 from django.db import transaction
 from django.db import connections
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from runs.lock import (LEASE_EXPIRED_CODE, lock_mark_streaming, lock_release, lock_renew, lock_request_cancel,
-                       lock_take)
+from runs.lock import (LEASE_EXPIRED_CODE, lock_held, lock_mark_streaming, lock_release, lock_renew,
+                       lock_request_cancel)
 from runs.models import Run, RunEvent
+from runs.starting import starting_runs
 from core.problems import Problem
 from threads import services
 from threads.models import RunStatus, Thread
@@ -60,8 +62,9 @@ def thread(project) -> Thread:
 
 def take_with_run(thread: Thread, run_id: str) -> Thread:
     """Takes the lock the way run_start does: the Run row is written inside the lock's transaction."""
-    return lock_take(thread_id=thread.id, run_id=run_id,
-                     in_lock=lambda locked: Run.objects.create(id=run_id, thread=locked))
+    with lock_held(thread_id=thread.id, run_id=run_id) as locked:
+        Run.objects.create(id=run_id, thread=locked)
+    return locked
 
 
 def expire_lease(thread: Thread) -> None:
@@ -135,7 +138,9 @@ def test_a_takeover_with_no_recovery_registered_is_refused_and_changes_nothing(t
     # database) must not record the expired run between the expiry and the take.
     with transaction.atomic():
         expire_lease(thread)
-        with pytest.raises(RuntimeError, match="No lease takeover registered"):
+        # lock_held makes no savepoint of its own (a statement each way): the test's lets the outer
+        # transaction go on after the refusal, as a request's whole transaction would roll back.
+        with pytest.raises(RuntimeError, match="No lease takeover registered"), transaction.atomic():
             take_with_run(thread, "run_next")
 
         thread.refresh_from_db()
@@ -273,3 +278,46 @@ def test_request_cancel_after_the_release_flags_nothing(thread):
 
     assert lock_request_cancel(thread_id=thread.id, run_id="run_a") is False
     assert Run.objects.get(id="run_a").cancel_requested is False
+
+
+def test_a_block_that_raises_writes_nothing_and_leaves_the_thread_free(thread):
+    with pytest.raises(ValueError), lock_held(thread_id=thread.id, run_id="run_a") as locked:
+        Run.objects.create(id="run_a", thread=locked)
+        raise ValueError("refused after the lock was taken")
+
+    thread.refresh_from_db()
+    assert (thread.run_status, thread.current_run_id, thread.lease_expires_at) == (RunStatus.IDLE, None, None)
+    assert not Run.objects.filter(id="run_a").exists()
+    # No lease for the watcher to renew (runs/starting.py) for a run that never began.
+    assert "run_a" not in starting_runs(max_age=60)
+    assert take_with_run(thread, "run_b").current_run_id == "run_b"
+
+
+def test_the_lock_notes_its_run_for_the_watcher_while_the_block_runs(thread):
+    with lock_held(thread_id=thread.id, run_id="run_a") as locked:
+        assert "run_a" in starting_runs(max_age=60)
+        Run.objects.create(id="run_a", thread=locked)
+    assert "run_a" in starting_runs(max_age=60)
+
+
+def test_a_row_the_caller_locked_is_held_in_one_write_with_the_caller_s_changes(thread):
+    with transaction.atomic():
+        row = services.thread_lock(thread_id=thread.id)
+        with CaptureQueriesContext(connections["default"]) as queries, \
+                lock_held(thread=row, run_id="run_a", status=RunStatus.STREAMING) as locked:
+            locked.pending_tool_call_ids = []
+            locked.name = "named in the lock"
+    # One statement for the lock and what the block changed on the row: its UPDATE.
+    assert [q["sql"].split()[0] for q in queries.captured_queries] == ["UPDATE"]
+    thread.refresh_from_db()
+    assert (thread.run_status, thread.current_run_id, thread.name) == (RunStatus.STREAMING, "run_a",
+                                                                       "named in the lock")
+
+
+def test_a_row_the_caller_locked_is_refused_while_a_live_run_holds_it(thread):
+    take_with_run(thread, "run_a")
+    with pytest.raises(Problem) as refused, transaction.atomic():
+        with lock_held(thread=services.thread_lock(thread_id=thread.id), run_id="run_b"):
+            pass
+    assert (refused.value.status, refused.value.code) == (409, "CONCURRENT_RUN")
+    assert Thread.objects.get(id=thread.id).current_run_id == "run_a"

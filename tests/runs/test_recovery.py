@@ -14,7 +14,7 @@ from django.utils import timezone
 from projects.models import Project
 from runs import control as control_module
 from runs.control import CHECKPOINT_INTERVAL, RunControl, Watcher
-from runs.lock import lock_request_cancel, lock_take
+from runs.lock import lock_held, lock_request_cancel
 from runs.models import Run, RunEvent
 from runs.recovery.leases import checkpoint_write, expired_lease_sweep
 from threads import services
@@ -33,7 +33,8 @@ def _locked_thread(project, run_id: str, expired: bool, partial: tuple[str, str]
     """A thread locked by `run_id`. Make it `expired` inside the test's own transaction: the watcher of
     the session's server process sweeps this database too, and would otherwise record it first."""
     thread = services.thread_create(project=project, user_key="alice")
-    lock_take(thread_id=thread.id, run_id=run_id, in_lock=lambda t: Run.objects.create(id=run_id, thread=t))
+    with lock_held(thread_id=thread.id, run_id=run_id) as t:
+        Run.objects.create(id=run_id, thread=t)
     if partial:
         Run.objects.filter(id=run_id).update(partial_message_id=partial[0], partial_text=partial[1])
     if expired:

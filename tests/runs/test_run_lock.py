@@ -9,7 +9,7 @@ import pytest
 import requests
 from django.utils import timezone
 
-from runs.lock import LEASE_EXPIRED_CODE, lock_take
+from runs.lock import LEASE_EXPIRED_CODE, lock_held
 from runs.models import Run
 from tests.runs.conftest import Runs, paused_thread, text_message, tool_result
 from tests.support.sse import read_events, types
@@ -71,7 +71,8 @@ def held_lock(thread_id: str, *, lease_left: timedelta) -> Run:
     """A run that took the lock in some other process, with `lease_left` until its lease expires."""
     thread = Thread.objects.get(pk=thread_id)
     run = Run.objects.create(thread=thread)
-    lock_take(thread_id=thread_id, run_id=run.id)
+    with lock_held(thread_id=thread_id, run_id=run.id):
+        pass
     Thread.objects.filter(pk=thread_id).update(lease_expires_at=timezone.now() + lease_left)
     return run
 

@@ -4,7 +4,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from runs.lock import lock_take
+from runs.lock import lock_held
 from tests.support.problems import assert_problem
 from threads import services
 from threads.models import Thread
@@ -27,7 +27,8 @@ def test_it_deletes_a_thread_and_its_messages(api, project):
 
 def test_it_refuses_while_a_run_holds_the_lock(api, project):
     thread = services.thread_create(project=project, user_key="alice")
-    lock_take(thread_id=thread.id, run_id="run_live")
+    with lock_held(thread_id=thread.id, run_id="run_live"):
+        pass
 
     assert_problem(api.delete(f"/v1/threads/{thread.id}"), 409, "RUN_ACTIVE", currentRunId="run_live")
     assert api.get(f"/v1/threads/{thread.id}").status_code == 200
@@ -35,7 +36,8 @@ def test_it_refuses_while_a_run_holds_the_lock(api, project):
 
 def test_it_deletes_when_the_runs_lease_has_expired(api, project):
     thread = services.thread_create(project=project, user_key="alice")
-    lock_take(thread_id=thread.id, run_id="run_dead")
+    with lock_held(thread_id=thread.id, run_id="run_dead"):
+        pass
     Thread.objects.filter(id=thread.id).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
 
     assert api.delete(f"/v1/threads/{thread.id}").status_code == 204

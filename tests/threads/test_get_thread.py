@@ -2,7 +2,7 @@
 import pytest
 
 from projects.models import Project
-from runs.lock import lock_take
+from runs.lock import lock_held
 from tests.support.problems import assert_problem
 from threads import services
 from threads.models import Message
@@ -50,7 +50,8 @@ def test_it_marks_only_cancelled_messages_as_cancelled(api, project):
 
 def test_it_shows_the_active_run(api, project):
     thread = services.thread_create(project=project, user_key="alice")
-    lock_take(thread_id=thread.id, run_id="run_active")
+    with lock_held(thread_id=thread.id, run_id="run_active"):
+        pass
 
     body = api.get(f"/v1/threads/{thread.id}").json()
 
