@@ -2,7 +2,8 @@
 
 Async views, because each waits on a model: a sync view would hold a worker thread and its
 database connection for the whole call; their few database calls go to the bounded database
-workers (core/db.py), as the run path's do. Auth is the same Principal as every /v1 view.
+workers (core/db.py), as the run path's do. Auth is the same Principal as every /v1 view. A refusal or
+a model's failure rises as a Problem to ProblemMiddleware (core/error_shapes.py `exception_answer`).
 """
 from __future__ import annotations
 
@@ -19,22 +20,13 @@ from assist.suggestions import suggestion_generate, suggestion_list, thread_run_
 from clientsdk import wire
 from core.db import db_call
 from core.input_guard import request_json
-from core.problems import Problem, response_for
+from core.problems import Problem
 from core.validation import int_param, parse_body
 from projects.auth import Principal, principal_aresolve
 from threads.presenters import named_thread_to_wire, suggestion_to_wire
 
 # Suggestions are at most 10 per message (maxSuggestions), so a whole list always fits one page.
 LEGACY_LIST_LIMIT = 100
-
-
-def _problem(problem: Problem, request: HttpRequest) -> HttpResponse:
-    response = response_for(problem, request.path)
-    if problem.extra.get("isRetryable") is False:
-        # The SDKs (Stainless ones and clientsdk) retry 5xx unless told not to; retrying a model that
-        # refused the request (LLM_CLIENT_ERROR) would only fail again.
-        response["x-should-retry"] = "false"
-    return response
 
 
 def _query_user_key(request: HttpRequest) -> str | None:
@@ -51,12 +43,9 @@ def _json_object(request: HttpRequest) -> dict:
 @csrf_exempt
 @require_http_methods(["POST"])
 async def generate_name(request: HttpRequest, thread_id: str) -> HttpResponse:
-    try:
-        principal = await principal_aresolve(request)
-        user_key = principal.user_key_optional(_query_user_key(request))
-        thread = await thread_name_generate(project=principal.project, user_key=user_key, thread_id=thread_id)
-    except Problem as problem:
-        return _problem(problem, request)
+    principal = await principal_aresolve(request)
+    user_key = principal.user_key_optional(_query_user_key(request))
+    thread = await thread_name_generate(project=principal.project, user_key=user_key, thread_id=thread_id)
     return JsonResponse(named_thread_to_wire(thread).wire())
 
 
@@ -64,13 +53,10 @@ async def generate_name(request: HttpRequest, thread_id: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 async def suggestions(request: HttpRequest, thread_id: str, message_id: str) -> HttpResponse:
     """`/v1/…/suggestions`: `{suggestions, hasMore, nextCursor?}`."""
-    try:
-        limit = (int_param(request.GET.get("limit"), name="limit", default=10, low=1, high=100)
-                 if request.method == "GET" else 0)  # a generated set is always one whole page
-        rows, next_cursor, has_more = await _suggestions(request, thread_id, message_id, limit=limit,
-                                                         cursor=request.GET.get("cursor"))
-    except Problem as problem:
-        return _problem(problem, request)
+    limit = (int_param(request.GET.get("limit"), name="limit", default=10, low=1, high=100)
+             if request.method == "GET" else 0)  # a generated set is always one whole page
+    rows, next_cursor, has_more = await _suggestions(request, thread_id, message_id, limit=limit,
+                                                     cursor=request.GET.get("cursor"))
     page = wire.SuggestionPage(suggestions=[suggestion_to_wire(s) for s in rows], has_more=has_more,
                                next_cursor=next_cursor)
     return JsonResponse(page.wire())
@@ -80,10 +66,7 @@ async def suggestions(request: HttpRequest, thread_id: str, message_id: str) -> 
 @require_http_methods(["GET", "POST"])
 async def legacy_suggestions(request: HttpRequest, thread_id: str, message_id: str) -> HttpResponse:
     """`/threads/…/suggestions`, the path `TamboClient` uses: a bare `Suggestion[]`."""
-    try:
-        rows, _, _ = await _suggestions(request, thread_id, message_id, limit=LEGACY_LIST_LIMIT, cursor=None)
-    except Problem as problem:
-        return _problem(problem, request)
+    rows, _, _ = await _suggestions(request, thread_id, message_id, limit=LEGACY_LIST_LIMIT, cursor=None)
     return JsonResponse([suggestion_to_wire(s).wire() for s in rows], safe=False)
 
 

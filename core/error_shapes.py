@@ -2,6 +2,9 @@
 the body-size limit (tambo_project/asgi_limits.py), the input check and the exception middleware
 (tambo_project/middleware.py), and by the answers to what Django refuses itself (tambo_project/views.py).
 
+`exception_answer` is the one place an exception a view raised is answered: views raise `Problem` and
+do not catch it to answer it themselves (tests/test_one_door_for_problems.py holds them to that).
+
 The API's routes (the v1 API and the SDK's older routes outside it, docs/protocol.md#cors-and-paths-outside-v1)
 answer problem+json (core/problems.py). An app whose callers read another shape registers it for its
 prefix when Django starts: the gateway OpenAI's error object under `/api` (its callers are OpenAI
@@ -13,12 +16,15 @@ admin's; an unknown one there is still a 404 problem unless a browser asks for H
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Callable
 
-from django.http import HttpResponse
+from django.http import HttpRequest, HttpResponse
 
-from core.problems import Problem, response_for
+from core.problems import Problem, is_database_unavailable, problem_for, response_for
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -55,7 +61,41 @@ def is_api_path(path: str) -> bool:
 def error_answer(problem: Problem, path: str) -> HttpResponse:
     """`problem` answered in the shape of `path`'s route; problem+json off the API (where something
     must still be answered without a view: the body limit's 413, a stray Problem)."""
-    return (error_shape_for(path) or PROBLEM_JSON).answer(problem, safe_instance(path))
+    response = (error_shape_for(path) or PROBLEM_JSON).answer(problem, safe_instance(path))
+    if problem.extra.get("isRetryable") is False:
+        # The SDKs (Stainless ones, clientsdk, OpenAI's) retry a 5xx unless told not to; retrying a
+        # model that refused the request (LLM_CLIENT_ERROR, telemetry/calls.py) would only fail again.
+        response["x-should-retry"] = "false"
+    return response
+
+
+def exception_answer(exc: BaseException, request: HttpRequest | None) -> HttpResponse | None:
+    """The answer to an exception a view raised, for both view stacks: the exception middleware's
+    `process_exception` (plain and async views, tambo_project/middleware.py) and DRF's exception
+    handler (`drf_exception_handler`). A Problem is answered in its route's shape on any path; DRF's
+    own exceptions, a 404 and a database outage (503 with Retry-After) too; anything else on the API
+    is a bug, logged with its trace and answered 500 with no detail. None for those off the API:
+    Django's own page then (the admin's 404, for one).
+
+    A Problem raised inside a stream, once its response was returned, reaches neither: the stream
+    ends it in its own way (a RUN_ERROR event, the gateway's error chunk)."""
+    path = request.path if request is not None else ""
+    if isinstance(exc, Problem):
+        return error_answer(exc, path)
+    if not is_api_path(path):
+        return None
+    problem = problem_for(exc)
+    if problem is None:
+        log.exception("Unhandled error on %s", path)
+        problem = Problem(500, "INTERNAL_ERROR", "An internal error occurred.")
+    elif is_database_unavailable(exc):
+        log.warning("Database unavailable on %s: %s", path, type(exc).__name__)
+    return error_answer(problem, path)
+
+
+def drf_exception_handler(exc: Exception, context: dict) -> HttpResponse | None:
+    """DRF's EXCEPTION_HANDLER (settings.REST_FRAMEWORK): the same answer as every other view's."""
+    return exception_answer(exc, context.get("request"))
 
 
 def safe_instance(path: str) -> str:

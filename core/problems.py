@@ -1,20 +1,18 @@
 """Errors as RFC 9457 problems (`application/problem+json`), docs/protocol.md#errors.
 
-Service functions raise `Problem`; every entry point (DRF views, the async SSE views, middleware)
-turns it into the same answer. No answer ever carries a stack trace or an exception's own text.
+Service functions and views raise `Problem`; one function answers it in the route's shape, for both
+view stacks (core/error_shapes.py `exception_answer`). No answer ever carries a stack trace or an
+exception's own text.
 """
 from __future__ import annotations
 
 import json
-import logging
 from typing import Any
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpResponse
 from rest_framework import exceptions as drf_exc
-
-log = logging.getLogger(__name__)
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 
@@ -126,18 +124,15 @@ def _drf_problem(exc: drf_exc.APIException) -> Problem:
     return Problem(exc.status_code, "VALIDATION_ERROR" if exc.status_code == 400 else "ERROR", str(exc.detail))
 
 
-def drf_exception_handler(exc: Exception, context: dict) -> HttpResponse | None:
-    request = context.get("request")
-    instance = request.path if request is not None else ""
+def problem_for(exc: BaseException) -> Problem | None:
+    """The problem a known exception stands for: a Problem itself, DRF's own exceptions, a 404, a
+    database outage (503 with Retry-After); None for anything else (a bug)."""
     if isinstance(exc, Problem):
-        return response_for(exc, instance)
+        return exc
     if isinstance(exc, drf_exc.APIException):
-        return response_for(_drf_problem(exc), instance)
+        return _drf_problem(exc)
     if isinstance(exc, Http404):
-        return problem_response(404, "NOT_FOUND", "No such resource.", instance)
+        return Problem(404, "NOT_FOUND", "No such resource.")
     if is_database_unavailable(exc):
-        log.warning("Database unavailable on %s: %s", instance, type(exc).__name__)
-        return response_for(unavailable(), instance)
-    # Anything else is a bug: logged with its trace here, never shown to the caller.
-    log.exception("Unhandled error on %s", instance)
-    return problem_response(500, "INTERNAL_ERROR", "An internal error occurred.", instance)
+        return unavailable()
+    return None

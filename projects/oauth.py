@@ -93,8 +93,12 @@ _INVALID_REQUEST_STATUSES = (400, 403, 408, 413)
 
 def oauth_error_for(problem: Problem, instance: str) -> HttpResponse:
     """The token exchange's error shape (core/error_shapes.py, projects/apps.py): a refused request is
-    OAuth's `invalid_request`. RFC 6749 has no error for an unknown path, a wrong method or a server
-    fault, which stay problem+json."""
+    OAuth's `invalid_request`, a key used from an origin its project does not allow
+    `unauthorized_client` (with our code, for the reader). RFC 6749 has no error for an unknown path, a
+    wrong method or a server fault, which stay problem+json."""
+    if problem.code == "ORIGIN_NOT_ALLOWED":
+        return oauth_answer({"error": "unauthorized_client", "error_description": problem.detail,
+                             "code": problem.code}, problem.status)
     if problem.status not in _INVALID_REQUEST_STATUSES:
         return response_for(problem, instance)
     return oauth_answer({"error": "invalid_request", "error_description": problem.detail}, problem.status)
@@ -118,8 +122,5 @@ def token_view(request: HttpRequest) -> JsonResponse:
                         "error_description": "A valid project API key is required in x-api-key."}, 401)
     except TokenRefused as refused:
         return oauth_answer({"error": refused.error, "error_description": refused.description}, 400)
-    except Problem as problem:  # ORIGIN_NOT_ALLOWED, in OAuth's shape (with our code, for the reader)
-        return oauth_answer({"error": "unauthorized_client", "error_description": problem.detail,
-                             "code": problem.code}, problem.status)
     return oauth_answer({"access_token": issued.token, "token_type": "Bearer", "expires_in": issued.expires_in,
                     "issued_token_type": ACCESS_TOKEN_TYPE}, 200)

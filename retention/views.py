@@ -11,7 +11,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
 from core.db import db_call
-from core.problems import Problem, response_for
+from core.problems import Problem
 from projects.auth import staff_resolve
 from projects.models import Project
 from retention.forget import user_forget
@@ -20,15 +20,11 @@ from retention.forget import user_forget
 @csrf_exempt  # staff_resolve checks the CSRF token itself, answering in this route's shape
 @require_http_methods(["DELETE"])
 async def user_forget_view(request: HttpRequest, user_key: str) -> HttpResponse:
-    try:
-        report = await db_call(_forget, request, user_key)
-    except Problem as problem:
-        return response_for(problem, request.path)
+    report = await db_call(_forget, request, user_key)
     if report["threadsBusy"]:
         # Everything else went; the busy threads go on the next call, once their runs ended.
-        return response_for(Problem(409, "RUN_ACTIVE", f"{report['threadsBusy']} of the user's threads have a "
-                                    "live run; call again once it ended.", removed=report, retryAfter=5),
-                            request.path)
+        raise Problem(409, "RUN_ACTIVE", f"{report['threadsBusy']} of the user's threads have a live run; call "
+                                         "again once it ended.", removed=report, retryAfter=5)
     return JsonResponse({"userKey": user_key, "removed": report})
 
 

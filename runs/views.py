@@ -17,7 +17,6 @@ from django.views.decorators.http import require_http_methods
 
 from clientsdk import wire
 from core.db import db_call
-from core.problems import Problem, response_for
 from core.sse import sse_response
 from projects.auth import principal_aresolve
 from projects.config import project_settings
@@ -49,18 +48,16 @@ async def create_run(request: HttpRequest, thread_id: str) -> HttpResponse:
 
 async def _start(request: HttpRequest, thread_id: str | None) -> HttpResponse:
     background = _prefers_async(request)
-    try:
-        # Authentication, the body and the start: one database call (runs/start.py); a body with
-        # images or files is checked (and its MCP resources read) off the lock first, then started.
-        started = await run_start_shielded(run_start_request, request=request, thread_id=thread_id,
+    # Authentication, the body and the start: one database call (runs/start.py); a body with
+    # images or files is checked (and its MCP resources read) off the lock first, then started.
+    # A refusal is a Problem raised before the stream begins, answered by ProblemMiddleware.
+    started = await run_start_shielded(run_start_request, request=request, thread_id=thread_id,
+                                       background=background)
+    if isinstance(started, ContentToCheck):
+        await run_content_check(project=started.principal.project, body=started.body)
+        started = await run_start_shielded(services.run_start, principal=started.principal,
+                                           body=started.body, thread_id=thread_id, tools=started.tools,
                                            background=background)
-        if isinstance(started, ContentToCheck):
-            await run_content_check(project=started.principal.project, body=started.body)
-            started = await run_start_shielded(services.run_start, principal=started.principal,
-                                               body=started.body, thread_id=thread_id, tools=started.tools,
-                                               background=background)
-    except Problem as problem:
-        return response_for(problem, request.path)
     if background or started.body.background:
         run_unread(started)
         response = JsonResponse(run_to_wire(started.run, thread_id=started.thread.id).wire(), status=202)
@@ -222,22 +219,16 @@ async def run_detail(request: HttpRequest, thread_id: str, run_id: str) -> HttpR
     """GET: the run's status (docs/protocol.md#background-runs); DELETE: cancels it."""
     if request.method == "DELETE":
         return await cancel_run(request, thread_id, run_id)
-    try:
-        principal = await principal_aresolve(request)
-        run = await db_call(selectors.run_get, principal=principal, thread_id=thread_id, run_id=run_id,
-                            user_key_raw=request.GET.get("userKey"))
-    except Problem as problem:
-        return response_for(problem, request.path)
+    principal = await principal_aresolve(request)
+    run = await db_call(selectors.run_get, principal=principal, thread_id=thread_id, run_id=run_id,
+                        user_key_raw=request.GET.get("userKey"))
     return JsonResponse(run_to_wire(run, thread_id=thread_id).wire())
 
 
 async def cancel_run(request: HttpRequest, thread_id: str, run_id: str) -> HttpResponse:
-    try:
-        principal = await principal_aresolve(request)
-        await db_call(services.run_cancel_request, principal=principal, thread_id=thread_id, run_id=run_id,
-                      user_key_raw=request.GET.get("userKey"))
-    except Problem as problem:
-        return response_for(problem, request.path)
+    principal = await principal_aresolve(request)
+    await db_call(services.run_cancel_request, principal=principal, thread_id=thread_id, run_id=run_id,
+                  user_key_raw=request.GET.get("userKey"))
     # If this process streams the run, stop it now; otherwise its own watcher sees the flag.
     watcher.cancel_local(run_id, "cancelled")
     # The answer comes once the run's end and partial message are stored, so every read after it sees

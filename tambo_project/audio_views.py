@@ -15,7 +15,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
 from core.db import db_call
-from core.problems import Problem, response_for, validation_error
+from core.problems import Problem, validation_error
 from projects.auth import principal_aresolve
 from projects.voice import audio_check, transcription_check_access, transcription_target
 from providers.transcription import TranscriptionError, transcribe
@@ -36,10 +36,9 @@ async def transcribe_view(request: HttpRequest) -> HttpResponse:
         finally:
             await asyncio.to_thread(upload.close)
     except TranscriptionError as error:
+        # The vendor's failure as this API's problem (its fixed message, its Retry-After).
         extra = {"retryAfter": error.retry_after} if error.retry_after else {}
-        return response_for(Problem(error.status, error.code, error.message, **extra), request.path)
-    except Problem as problem:
-        return response_for(problem, request.path)
+        raise Problem(error.status, error.code, error.message, **extra) from None
     return HttpResponse(text, content_type="text/plain; charset=utf-8")
 
 

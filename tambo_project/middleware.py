@@ -14,8 +14,8 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 
 from core import db_health, sanity
 from core.input_guard import request_json
-from core.error_shapes import error_answer, is_api_path
-from core.problems import PROBLEM_CONTENT_TYPE, Problem, is_database_unavailable, unavailable
+from core.error_shapes import error_answer, exception_answer, is_api_path
+from core.problems import PROBLEM_CONTENT_TYPE, Problem, unavailable
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,9 @@ class _HybridMiddleware:
 
 
 class ProblemMiddleware(_HybridMiddleware):
-    """Turns Django's own 404/405 pages on the API into the route's error shape; maps stray exceptions."""
+    """Turns Django's own 404/405 pages on the API into the route's error shape, and answers whatever a
+    view raised: a Problem in its route's shape, anything else on the API a 500 (or a 503 for a
+    database outage). Views do not catch a Problem to answer it themselves."""
 
     def before(self, request):
         # While the database is known to be down an API request is answered at once, not after
@@ -75,14 +77,9 @@ class ProblemMiddleware(_HybridMiddleware):
         return response
 
     def process_exception(self, request, exception):
-        if isinstance(exception, Problem):
-            return error_answer(exception, request.path)
-        if _is_api(request) and is_database_unavailable(exception):
-            return _unavailable(request, exception)
-        if _is_api(request):
-            log.exception("Unhandled error on %s", request.path)
-            return error_answer(Problem(500, "INTERNAL_ERROR", "An internal error occurred."), request.path)
-        return None
+        # The one answer to what a view raised (core/error_shapes.py `exception_answer`), DRF's views'
+        # too. Django calls this hook synchronously: for an async view, on a thread of the request.
+        return exception_answer(exception, request)
 
 
 def _unavailable(request, exception) -> HttpResponse:

@@ -198,7 +198,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["core.input_guard.JSONParser"],
-    "EXCEPTION_HANDLER": "core.problems.drf_exception_handler",
+    "EXCEPTION_HANDLER": "core.error_shapes.drf_exception_handler",  # the middleware's answer too
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }

@@ -19,7 +19,7 @@ from pydantic import Field
 from clientsdk.wire import RequestModel
 from core.db import db_call
 from core.input_guard import request_json
-from core.problems import Problem, response_for
+from core.problems import Problem
 from core.validation import parse_body
 from projects.auth import principal_resolve
 from threads.models import Thread
@@ -33,12 +33,8 @@ class AccessTokenBody(RequestModel):
 @csrf_exempt  # a session's CSRF token is checked by principal_resolve, answering in this route's shape
 async def access_token_view(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
-        return response_for(Problem(405, "METHOD_NOT_ALLOWED", "Use POST."), request.path)
-    try:
-        answer = await db_call(_access_token, request)
-    except Problem as problem:
-        return response_for(problem, request.path)
-    return JsonResponse(answer, status=201)
+        raise Problem(405, "METHOD_NOT_ALLOWED", "Use POST.")
+    return JsonResponse(await db_call(_access_token, request), status=201)
 
 
 def _access_token(request: HttpRequest) -> dict:
@@ -77,13 +73,10 @@ async def mcp_view(request: HttpRequest) -> HttpResponse:
     header = request.headers.get("Authorization", "")
     access = access_token_read(header[7:].strip()) if header[:7].lower() == "bearer " else None
     if access is None:
-        return response_for(Problem(401, "UNAUTHORIZED", "An MCP access token (POST /auth/mcp/access-token) is "
-                                                         "required, and lasts 15 minutes."), request.path)
+        raise Problem(401, "UNAUTHORIZED", "An MCP access token (POST /auth/mcp/access-token) is required, and "
+                                           "lasts 15 minutes.")
     project = type("ProjectRef", (), {"pk": access.project_id})
-    try:
-        configs = configs_for((await db_call(project_tools_of, project)).mcp_configs, access.user_key)
-    except Problem as problem:
-        return response_for(problem, request.path)
+    configs = configs_for((await db_call(project_tools_of, project)).mcp_configs, access.user_key)
     if is_modern(request.headers.get("MCP-Protocol-Version")):
         status, headers, body = await modern_exchange(_scope_of(request), request.body, configs)
         response = HttpResponse(body, status=status)
@@ -91,11 +84,7 @@ async def mcp_view(request: HttpRequest) -> HttpResponse:
             if name.lower() != b"content-length":
                 response[name.decode("latin-1")] = value.decode("latin-1")
         return response
-    try:
-        message = request_json(request)
-    except Problem as problem:
-        return response_for(problem, request.path)
-    answer = await rpc_answer(message, configs)
+    answer = await rpc_answer(request_json(request), configs)
     if answer is None:
         return HttpResponse(status=202)
     return JsonResponse(answer)

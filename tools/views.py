@@ -23,7 +23,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods
 
 from core.db import db_call
-from core.problems import Problem, response_for
+from core.problems import Problem
 from projects.auth import principal_resolve
 
 log = logging.getLogger(__name__)
@@ -103,10 +103,7 @@ def _staff_config(request: HttpRequest, server_id: int):
 @csrf_exempt  # principal_resolve checks a session's CSRF token itself, answering in this route's shape
 @require_http_methods(["DELETE"])
 async def grants_revoke_view(request: HttpRequest, server_name: str) -> HttpResponse:
-    try:
-        removed = await db_call(_revoke, request, server_name)
-    except Problem as problem:
-        return response_for(problem, request.path)
+    removed = await db_call(_revoke, request, server_name)
     return JsonResponse({"serverName": server_name, "revoked": removed})
 
 

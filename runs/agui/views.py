@@ -14,7 +14,6 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
 from core.input_guard import request_json
-from core.problems import Problem, response_for
 from core.validation import parse_body
 from projects.auth import principal_aresolve
 from runs.agui.protocol import agui_events, check_media, speaks_1_0
@@ -25,14 +24,11 @@ from runs.views import run_start_shielded, stream_run
 @csrf_exempt
 @require_http_methods(["POST"])
 async def agui_run(request: HttpRequest) -> HttpResponse:
-    try:
-        principal = await principal_aresolve(request)
-        run_input = parse_body(RunAgentInput, request_json(request))
-        # Images and files checked before the lock, off the event loop, as /v1's (runs/attachments.py).
-        await asyncio.to_thread(check_media, run_input)
-        started = await run_start_shielded(agui_run_start, logged=False, principal=principal, run_input=run_input)
-    except Problem as problem:
-        return response_for(problem, request.path)
+    principal = await principal_aresolve(request)
+    run_input = parse_body(RunAgentInput, request_json(request))
+    # Images and files checked before the lock, off the event loop, as /v1's (runs/attachments.py).
+    await asyncio.to_thread(check_media, run_input)
+    started = await run_start_shielded(agui_run_start, logged=False, principal=principal, run_input=run_input)
     response = stream_run(started, partial(agui_events, thread_id=run_input.thread_id, run_id=run_input.run_id,
                                            state=started.thread.agui_state, version_1_0=speaks_1_0(run_input)))
     # The server's own ids, as on /v1 (an AG-UI client ignores them; the REST API knows these).

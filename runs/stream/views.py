@@ -9,7 +9,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
 from core.db import db_call
-from core.problems import Problem, response_for, validation_error
+from core.problems import validation_error
 from core.sse import sse_response
 from projects.auth import principal_aresolve
 from runs import selectors
@@ -23,14 +23,11 @@ MAX_SEQ = 2**31 - 1  # the log's column is a 32-bit integer
 @csrf_exempt  # a read: any other method must learn it is 405, not a CSRF failure
 @require_http_methods(["GET"])
 async def run_events(request: HttpRequest, thread_id: str, run_id: str) -> HttpResponse:
-    try:
-        after = _after(request)
-        principal = await principal_aresolve(request)
-        facts = await db_call(selectors.run_replay_get, principal=principal, thread_id=thread_id, run_id=run_id,
-                              user_key_raw=request.GET.get("userKey"), after=after)
-        after = await _replay_from(facts, after)
-    except Problem as problem:
-        return response_for(problem, request.path)
+    after = _after(request)
+    principal = await principal_aresolve(request)
+    facts = await db_call(selectors.run_replay_get, principal=principal, thread_id=thread_id, run_id=run_id,
+                          user_key_raw=request.GET.get("userKey"), after=after)
+    after = await _replay_from(facts, after)
     response = sse_response(events_follow(run_id, after, join_live=_join_live(facts)))
     response["X-Run-Id"] = run_id
     return response
@@ -89,11 +86,8 @@ async def _replay_from(facts: selectors.ReplayFacts, after: int) -> int:
 async def thread_events(request: HttpRequest, thread_id: str) -> HttpResponse:
     """`GET /v1/threads/{threadId}/events`: the live thread stream (docs/protocol.md#the-live-thread-stream),
     for the callers who may read the thread."""
-    try:
-        resume = resume_point(request.headers.get("Last-Event-ID", request.GET.get("after")))
-        principal = await principal_aresolve(request)
-        start = await db_call(thread_stream_start, principal=principal, thread_id=thread_id,
-                              user_key_raw=request.GET.get("userKey"), resume=resume)
-    except Problem as problem:
-        return response_for(problem, request.path)
+    resume = resume_point(request.headers.get("Last-Event-ID", request.GET.get("after")))
+    principal = await principal_aresolve(request)
+    start = await db_call(thread_stream_start, principal=principal, thread_id=thread_id,
+                          user_key_raw=request.GET.get("userKey"), resume=resume)
     return sse_response(thread_follow(start))
