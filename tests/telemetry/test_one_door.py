@@ -166,6 +166,7 @@ def chat(server: LiveServer, api_key: str, stream: bool = False) -> requests.Res
                          json={"model": "m-1", "messages": [{"role": "user", "content": "hi"}], "stream": stream})
 
 
+@pytest.mark.both_dbs  # the reservation's statements differ on SQLite
 def test_a_gateway_call_in_flight_holds_its_reservation_and_gives_back_what_it_did_not_use(
         server, api_key, project, vendor, fake: Vendor):
     """Fails on the code before the door: the gateway reserved nothing, so a second call was let in."""
@@ -230,6 +231,7 @@ def test_a_thread_name_is_charged_to_its_user_and_its_reservation_reconciled(ser
     assert spent(project, "alice") == 42
 
 
+@pytest.mark.both_dbs  # the reservation's statements differ on SQLite
 def test_a_transcription_is_admitted_and_charged_the_vendors_usage_or_the_estimate(server, api_key, project, vendor,
                                                                                     fake: Vendor):
     """Fails on the code before the door: transcriptions were never charged, so the third was let in."""
