@@ -36,8 +36,9 @@ from projects.models_config import model_chain_for
 from providers import get_provider
 from providers.base import Delta, ModelError, StepEnd
 from providers.chain import max_tokens_capped
+from providers.estimate import prompt_tokens
 from telemetry import metrics
-from telemetry.calls import metered
+from telemetry.calls import Admission, CallScope, call_admit, call_reservation, model_stream
 
 log = logging.getLogger(__name__)
 
@@ -98,30 +99,32 @@ async def _caller(request: HttpRequest) -> Principal:
 
 
 async def _model_call(principal: Principal, chat: ChatRequest) -> tuple[Route, AsyncIterator[Delta]]:
-    """The one metered model call of both gateway routes: the project's budget, the model's route, the
-    parameters its provider must honour, then the deltas, counted and metered. Nothing is called yet."""
-    await _admit(principal)
+    """The one metered model call of both gateway routes, through the door (telemetry/calls.py): the
+    model's route and the parameters its provider must honour (400s, before anything is counted), the
+    project's rates and budgets with the call's worst case reserved (429), then the deltas. Nothing is
+    called yet; the call's end records its usage and reconciles the reservation, however it ends: the
+    vendor's usage, or the estimate of what was sent and received (a client that leaves, a vendor
+    that reports none)."""
     route = model_resolve(requested=chat.model, project=principal.project)
-    chain = None
     if route.project_model:
         # The project's own models: the same fallbacks, keys and caps as its runs.
-        chain = model_chain_for(principal.project, requested=route.alias)
-        parameters_check([target.provider for target in chain.targets], chat.parameters)
+        models = model_chain_for(principal.project, requested=route.alias)
+        parameters_check([target.provider for target in models.targets], chat.parameters)
         request = chat.model_request(None)
-        deltas = chain.stream(request)
     else:
         parameters_check([route.provider], chat.parameters)
         # The project's output cap (its maxOutputTokens, else the server's default), as its chain's.
         request = chat.model_request(route.model)
         request = replace(request, max_tokens=max_tokens_capped(request.max_tokens,
                                                                 output_cap(project_settings(principal.project))))
-        deltas = get_provider(route.provider).stream(request)
-    # Recorded and counted against the budgets when it ends, however it ends: the vendor's usage, or the
-    # estimate of what was sent and received (a client that leaves, a vendor that reports none).
-    return route, metered(deltas, project=principal.project,
-                          user_key=principal.session_user_key or principal.token_user_key or "",
-                          kind="gateway", model=route.model or route.alias, provider=route.provider, chain=chain,
-                          sent=request.messages, charge=True)
+        models = get_provider(route.provider)
+    # The gateway names no end user: the project's limits count it; its row names the session's or token's user.
+    scope = CallScope(principal.project, "gateway", user_key=None,
+                      recorded_user=principal.session_user_key or principal.token_user_key or "",
+                      model=route.model or route.alias, provider=route.provider)
+    admission = await _admit(scope, call_reservation(principal.project, input_tokens=prompt_tokens(request.messages),
+                                                     max_tokens=request.max_tokens))
+    return route, model_stream(models, request, scope, admission=admission)
 
 
 async def _fold_whole(deltas: AsyncIterator[Delta], fold: CompletionBuilder | ResponseFold) -> None:
@@ -203,10 +206,10 @@ def parameters_check(providers: list[str], parameters: dict[str, Any]) -> None:
             raise invalid(sentence, param=name, code="unsupported_parameter")
 
 
-async def _admit(principal: Principal) -> None:
-    """The project's run rate and token budget (projects/limits.py); the gateway names no end user."""
+async def _admit(scope: CallScope, reserve: int) -> Admission:
+    """The project's run rate and token budgets (projects/limits.py), in OpenAI's error shape."""
     try:
-        await db_call(limits.call_admit, project=principal.project, user_key=None)
+        return await call_admit(scope, reserve=reserve)
     except Problem as problem:
         raise GatewayError(problem.status, problem.detail, type_=RATE_LIMIT, code=problem.code.lower(),
                            retry_after=problem.extra.get("retryAfter")) from None

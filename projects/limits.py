@@ -1,7 +1,8 @@
 """Run rates and token budgets, enforced across every server process (docs/abuse-and-limits.md).
 
 The counters are rows of one table (`LimitCounter`), so every process on one database shares them;
-PostgreSQL alone is enough (and SQLite on one machine). For each call that may reach a model:
+PostgreSQL alone is enough (and SQLite on one machine). For each call that may reach a model (all
+through telemetry/calls.py, the one door of model calls, but a run's start in runs/services.py):
 
 - `call_admit` before it: counts one run against the minute windows of the user and the project and
   reads the day's token counts, in ONE statement on PostgreSQL (two on SQLite, which has no

@@ -1,6 +1,7 @@
 """Voice input (docs/images-and-voice.md): who may transcribe, with which model, what.
 
-The view (tambo_project/audio_views.py) reads the upload and calls these; the call to the model is
+The view (tambo_project/audio_views.py) reads the upload and calls these; the call to the model goes
+through the metered door (telemetry/calls.py `model_transcribe`: admitted, charged, recorded), which calls
 providers/transcription.py.
 """
 from __future__ import annotations
@@ -11,7 +12,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from core.problems import Problem, validation_error
-from projects import access, limits
+from projects import access
 from projects.auth import Principal
 from projects.config import project_settings
 from projects.secrets import SecretUnreadable, secret_resolve
@@ -34,7 +35,8 @@ def transcription_available(project) -> bool:
 
 def transcription_check_access(principal: Principal, user_key: str | None) -> str | None:
     """The user the request names (None: the key alone, as the SDKs send it). A `tokenRequired`
-    project needs the bearer token; a userKey, when sent, must be valid. Raises Problem."""
+    project needs the bearer token; a userKey, when sent, must be valid. Raises Problem. The call's
+    admission (rates, budgets) is the door's, when the recording is in hand."""
     if project_settings(principal.project).token_required and principal.token_user_key is None \
             and principal.session_user_key is None:
         raise access.USER_TOKEN_REQUIRED
@@ -42,8 +44,6 @@ def transcription_check_access(principal: Principal, user_key: str | None) -> st
         user = None
     else:
         user = principal.user_key_checked(user_key)
-    # A transcription counts as one run against the project's rates (docs/abuse-and-limits.md): 429.
-    limits.call_admit(project=principal.project, user_key=user)
     return user
 
 

@@ -2,8 +2,10 @@
 
 The upload is streamed from the file Django spooled it to (httpx reads it in chunks while it sends),
 so a 25 MB recording is never held in memory and the event loop only waits on the network. Django-free:
-the caller passes where to send it and gets the text back, or a TranscriptionError with a safe message
-(the upstream's own text may echo the request or internals, so it is logged, never answered).
+the caller passes where to send it and gets the text back (with the vendor's token usage when it reported
+one), or a TranscriptionError with a safe message (the upstream's own text may echo the request or
+internals, so it is logged, never answered). The one caller is the metered door (telemetry/calls.py
+`model_transcribe`), which admits and charges it.
 """
 from __future__ import annotations
 
@@ -28,6 +30,14 @@ class TranscriptionTarget:
     timeout: float
 
 
+@dataclass(frozen=True)
+class Transcript:
+    text: str
+    # The vendor's token usage in OpenAI's chat names (`gpt-4o-transcribe` reports tokens; `whisper-1`
+    # reports seconds, or nothing): None when it reported no tokens.
+    usage: dict[str, int] | None = None
+
+
 class TranscriptionError(Exception):
     """The transcription model failed; `status` and `code` are this server's answer to the caller."""
 
@@ -36,7 +46,8 @@ class TranscriptionError(Exception):
         self.status, self.code, self.message, self.retry_after = status, code, message, retry_after
 
 
-async def transcribe(target: TranscriptionTarget, *, file: IO[bytes], filename: str, content_type: str) -> str:
+async def transcribe(target: TranscriptionTarget, *, file: IO[bytes], filename: str,
+                     content_type: str) -> Transcript:
     """The transcript of the audio in `file`. Raises TranscriptionError."""
     url = (target.base_url or OPENAI_BASE_URL).rstrip("/") + "/audio/transcriptions"
     headers = {"Authorization": f"Bearer {target.api_key}"} if target.api_key else {}
@@ -55,12 +66,24 @@ async def transcribe(target: TranscriptionTarget, *, file: IO[bytes], filename: 
         log.warning("Transcription model answered %s: %.500s", response.status_code, response.text)
         raise _status_error(response)
     try:
-        text = response.json()["text"]
+        answer = response.json()
+        text = answer["text"]
     except (ValueError, KeyError, TypeError):
-        text = None
+        answer, text = None, None
     if not isinstance(text, str):
         raise TranscriptionError(502, "TRANSCRIPTION_FAILED", "The transcription model answered without a transcript.")
-    return text
+    return Transcript(text, _usage(answer.get("usage")))
+
+
+def _usage(reported) -> dict[str, int] | None:
+    """OpenAI's transcription usage (`{"type": "tokens", "input_tokens", "output_tokens", "total_tokens"}`)
+    in the chat names the budgets read; None for any other (`{"type": "duration", "seconds"}`) or none."""
+    if not isinstance(reported, dict) or reported.get("type") != "tokens":
+        return None
+    counts = [reported.get(name) for name in ("input_tokens", "output_tokens")]
+    if not all(isinstance(count, int) and not isinstance(count, bool) and count >= 0 for count in counts):
+        return None
+    return {"prompt_tokens": counts[0], "completion_tokens": counts[1], "total_tokens": counts[0] + counts[1]}
 
 
 def _status_error(response: httpx.Response) -> TranscriptionError:

@@ -51,7 +51,3 @@ class CallTally:
         completion = chars_tokens(self.output_chars)
         return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
                 "estimated": True}
-
-    def unreported_usage(self) -> dict[str, Any] | None:
-        """The estimate when the vendor reported nothing (None when it did: its usage is counted where it arrived)."""
-        return None if self.reported else self.usage()

@@ -19,10 +19,9 @@ from clientsdk import wire
 from core.db import db_call
 from core.problems import is_database_unavailable
 from projects.config import project_settings
-from projects.limits import budget_check, model_calls_limit, step_admit
+from projects.limits import model_calls_limit
 from providers.base import ModelError, ModelRequest, Provider, RunRef, StepEnd
 from providers.tool_names import ToolAliases
-from providers.usage_estimate import CallTally
 from runs import context_budget, services
 from runs.control import HANDOVER_REASON, SHUTDOWN_REASON, RunCancelled, RunControl
 from runs.history import build_model_messages, component_result_text, result_text
@@ -37,6 +36,8 @@ from runs.step import Call, Step
 from runs.tool_counts import TurnToolCounts
 from runs.toolbox import Toolbox, ToolResult, error_result, mcp_grants, mcp_tools_load, toolbox_build
 from telemetry import tracing
+from telemetry.calls import CallScope, model_stream, step_admit
+from telemetry.models import Usage
 from telemetry.runs import meter_of
 
 log = logging.getLogger(__name__)
@@ -137,12 +138,10 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
             first, calls = calls == 0, calls + 1
             persisted = None  # a cancel from here on leaves the previous, finished step alone
             control.check()
-            if first:
-                budget_check(started.budget, run.usage)  # admitted by run_start a moment ago
-            else:
-                # Each later model call is admitted too: the budgets as they stand now, across processes.
-                await db_call(step_admit, project=thread.project, user_key=thread.user_key, usage=run.usage,
-                              reserved=getattr(run, "tokens_reserved", 0))
+            # Each model call is admitted (the first by run_start a moment ago): the budgets as they
+            # stand now, across processes (telemetry/calls.py, the door of every model call).
+            await step_admit(_scope(started), budget=started.budget, usage=run.usage,
+                             reserved=getattr(run, "tokens_reserved", 0), first=first)
             step = control.step = Step(message_id=services.message_id_new(), toolbox=toolbox)
             prefill: list[dict] = []
             if carried is not None:  # the step in flight before a takeover, as its client saw it (runs/carry.py)
@@ -267,15 +266,14 @@ async def _model_step(step: Step, messages: list[dict], started: StartedRun, pro
     # Client tool names the providers refuse go as aliases; the events keep the client's names.
     aliases = ToolAliases([tool.name for tool in request.tools])
     meter = meter_of(started.run)
-    tally = CallTally(request.messages)
-    refused = False
+    # Through the door (telemetry/calls.py): metered, its usage summed on the run and recorded with its end.
+    call = model_stream(provider, aliases.request(request), _scope(started))
     reported: StateSnapshotEvent | None = None
     try:
         # An agent's call is an `invoke_agent` span, a model's a `chat` span (telemetry/tracing.py).
         with tracing.model_span(meter, body.model, request, operation=getattr(provider, "operation", "chat")) as span:
-            async for delta in control.stream(provider.stream(aliases.request(request))):
+            async for delta in control.stream(call):
                 delta = aliases.delta(delta)
-                tally.see(delta)
                 if isinstance(delta, StepEnd):
                     step.finish_reason = delta.finish_reason
                     tracing.model_span_result(span, finish_reason=delta.finish_reason, usage=delta.usage,
@@ -284,33 +282,31 @@ async def _model_step(step: Step, messages: list[dict], started: StartedRun, pro
                         # An agent's state: sent on its next call, stored with the run's end, and shown.
                         services.run_note_state(thread=started.thread, run=started.run, state=delta.state)
                         reported = StateSnapshotEvent(snapshot=delta.state)
-                    if delta.usage:
-                        # Kept on the run in memory; the run's end writes it.
-                        started.run.usage = services.usage_add(started.run.usage, delta.usage)
-                        if label and delta.usage.get("prompt_tokens"):
-                            context_budget.calibrate(label, sent, delta.usage["prompt_tokens"])
+                    if label and delta.usage and delta.usage.get("prompt_tokens"):
+                        context_budget.calibrate(label, sent, delta.usage["prompt_tokens"])
                     continue
                 if meter is not None and meter.first_output_at is None:
                     meter.mark_first_output()  # the time to first token: once per run, one test per delta after
                 for event in step.on_delta(delta):
                     yield event
-    except ModelError as exc:
-        # Refused before the vendor took it (a 4xx/5xx, a missing key): nothing to charge. One it took
-        # and then failed or held past a deadline (providers/deadline.py) is charged the prompt it read.
-        refused = tally.deltas == 0 and not exc.accepted
-        raise
     finally:
         # Which model answered (and the fallbacks on the way) is stored with how the run ends.
         services.run_note_model(run=started.run, models=provider)
-        # A step that ended without the vendor's usage (cancelled, cut, a vendor that reports none) is
-        # charged its estimate, so leaving a run early is never free (providers/usage_estimate.py).
-        estimate = None if refused else tally.unreported_usage()
-        if estimate is not None:
-            started.run.usage = services.usage_add(started.run.usage, estimate)
+        # Kept on the run in memory; the run's end writes it and charges it: the vendor's usage, else the
+        # estimate (cancelled, cut, a vendor that reports none), so leaving a run early is never free;
+        # nothing for a call the vendor refused before reading it (providers/usage_estimate.py).
+        used = call.usage
+        if used is not None:
+            started.run.usage = services.usage_add(started.run.usage, used)
     for event in step.finish():
         yield event
     if reported is not None:
         yield reported
+
+
+def _scope(started: StartedRun) -> CallScope:
+    thread = started.thread
+    return CallScope(thread.project, Usage.Kind.RUN, user_key=thread.user_key, thread_id=thread.id)
 
 
 async def _resolve(call: Call, toolbox: Toolbox, counts: TurnToolCounts, control: RunControl,

@@ -3,7 +3,9 @@
 What `@tambo-ai/typescript-sdk`'s `beta.audio.transcribe` and `@tambo-ai/react`'s `useTamboVoice` send:
 multipart with the recording in `file`, the API key alone. The ASGI edge bounds the body
 (tambo_project/asgi_limits.py); Django spools it to a temporary file, which is parsed on a worker thread
-and streamed to the project's transcription model, so the event loop never holds the upload.
+and streamed to the project's transcription model, so the event loop never holds the upload. The call
+goes through the metered door (telemetry/calls.py `model_transcribe`): counted against the project's rates
+and budgets (429), charged and recorded as a `transcription` usage row.
 """
 from __future__ import annotations
 
@@ -18,7 +20,9 @@ from core.db import db_call
 from core.problems import Problem, validation_error
 from projects.auth import principal_aresolve
 from projects.voice import audio_check, transcription_check_access, transcription_target
-from providers.transcription import TranscriptionError, transcribe
+from providers.transcription import TranscriptionError
+from telemetry.calls import CallScope, model_transcribe
+from telemetry.models import Usage
 
 
 @csrf_exempt
@@ -26,13 +30,15 @@ from providers.transcription import TranscriptionError, transcribe
 async def transcribe_view(request: HttpRequest) -> HttpResponse:
     try:
         principal = await principal_aresolve(request)
-        await db_call(transcription_check_access, principal, request.GET.get("userKey"))
+        user = await db_call(transcription_check_access, principal, request.GET.get("userKey"))
         target = transcription_target(principal.project)
         upload = await asyncio.to_thread(_upload, request)
         audio_check(name=upload.name or "", content_type=upload.content_type or "", size=upload.size or 0)
         try:
-            text = await transcribe(target, file=upload.file, filename=upload.name or "audio.webm",
-                                    content_type=upload.content_type or "application/octet-stream")
+            # Admitted here, once the recording is known to be one: a bad upload counts against nothing.
+            scope = CallScope(principal.project, Usage.Kind.TRANSCRIPTION, user_key=user)
+            text = await model_transcribe(target, scope, file=upload.file, filename=upload.name or "audio.webm",
+                                          content_type=upload.content_type or "application/octet-stream")
         finally:
             await asyncio.to_thread(upload.close)
     except TranscriptionError as error:

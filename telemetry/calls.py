@@ -1,90 +1,192 @@
-"""The meter of one short model call: a chat completion through the gateway (`metered`, around the
-provider's deltas), a thread name, suggestions or a memory extraction (`complete_metered`, around the
-provider's one answer; `model_complete`, the one door of those side calls, admits it against the
-project's limits first). When the call ends its usage row is recorded and its tokens counted: one
-INSERT per call, after the model answered; nothing per delta but one test."""
+"""The one door of every model call (docs/architecture.md#the-metered-model-call): a run's steps, the
+gateway's completions, thread names, suggestions, memory extractions and transcriptions all reach a
+model through here, and nowhere else (tests/telemetry/test_one_door.py holds every call site to it).
+
+For each call, in one place:
+- admission (`call_admit`): the project's rates and budgets (projects/limits.py), with the call's worst
+  case in tokens reserved against the budgets in the admitting statement (`call_reservation`), so N
+  concurrent calls overshoot a budget by at most one reservation; a run's later steps are admitted by
+  `step_admit` (the run's own start is admitted by runs/services.py `run_start`);
+- the call (`model_stream` for streamed deltas, `model_complete` for one answer, `model_transcribe`
+  for a recording) through the project's models and fallbacks (projects/models_config.py);
+- what it used: the vendor's usage, or the estimate of what was sent and received when the vendor
+  reported none (providers/usage_estimate.py: a cancel, a disconnect, a vendor cut or timeout, a vendor
+  that ignores `include_usage`); a call the vendor refused before reading it uses nothing;
+- its end, once: the reservation reconciled with what was used and the usage row written (one worker
+  hop, telemetry/call_settle.py), `tambo_model_calls_total` and the token counters. A run's steps are
+  summed on the run instead, and recorded and reconciled with the run's end, in the transaction that
+  releases its lock (runs/services.py, telemetry/runs.py).
+"""
 from __future__ import annotations
 
-import asyncio
-import logging
 import time
 from dataclasses import dataclass, replace
-from typing import AsyncIterator
+from typing import IO, AsyncIterator
+
+from django.conf import settings
 
 from core.db import db_call
 from core.problems import Problem
-from django.conf import settings
-
-from projects.models_config import model_chain_for, project_model_names
-from providers import get_provider
-from providers.base import Completion, Delta, ModelError, ModelRequest, Provider, StepEnd
 from projects import limits
-from providers.chain import ModelChain
+from projects.config import output_cap, project_settings
+from projects.models_config import model_chain_for
+from providers import get_provider, transcription
+from providers.base import Completion, Delta, ModelError, ModelRequest, Provider, StepEnd
+from providers.chain import ModelChain, max_tokens_capped
+from providers.estimate import MEDIA_PART_TOKENS, prompt_tokens, text_tokens
 from providers.usage_estimate import CallTally
 from telemetry import metrics
+from telemetry.call_settle import call_settle
 from telemetry.models import Usage
-from telemetry.usage import tokens_of, usage_record_call
 
-log = logging.getLogger(__name__)
-
-
-async def metered(deltas: AsyncIterator[Delta], *, project, user_key: str, kind: str, model: str,
-                  provider: str, chain=None, sent: list[dict] | None = None, charge: bool = False) -> AsyncIterator[Delta]:
-    """`deltas` unchanged; once they end (or fail, or are closed early) the call's usage is recorded.
-    With the ModelChain `chain` that streams them, the model that answered is recorded and the
-    fallbacks it took are counted. With the messages `sent`, a call whose vendor reported no usage (a
-    stream the client left, one the vendor cut, a vendor that ignores `include_usage`) is recorded
-    with its estimate (providers/usage_estimate.py); one refused before any delta is charged nothing.
-    `charge` also adds the tokens to the project's day budgets (projects/limits.py; the gateway names
-    no end user). A failure to record is logged, never raised into the caller's answer."""
-    started, outcome, code = time.monotonic(), Usage.Outcome.CANCELLED, None
-    tally = CallTally(sent or [])
-    refused = False
-    try:
-        async for delta in deltas:
-            tally.see(delta)
-            if isinstance(delta, StepEnd):
-                outcome = Usage.Outcome.COMPLETED
-            yield delta
-    except ModelError as exc:
-        outcome, code = Usage.Outcome.FAILED, exc.code
-        refused = tally.deltas == 0 and not exc.accepted  # ModelError.accepted: the vendor read the prompt
-        raise
-    finally:
-        await deltas.aclose()
-        answered = getattr(chain, "answered", None)
-        if answered is not None:
-            model, provider = answered.model, answered.provider
-        metrics.fallbacks_taken(project.name, getattr(chain, "fallbacks", None), project_model_names(project))
-        usage = tally.reported if sent is None or refused else tally.usage()
-        if charge and usage:
-            await _charge(project, usage)
-        await _record(project=project, user_key=user_key, kind=kind, model=model, provider=provider, usage=usage,
-                      duration=time.monotonic() - started, outcome=outcome, code=code)
-
-
-async def _charge(project, usage: dict) -> None:
-    try:
-        # Shielded as the usage row is: a client that leaves must not leave the call uncharged.
-        await asyncio.shield(db_call(limits.call_record, project=project, user_key=None, usage=usage))
-    except Exception:  # noqa: BLE001 - as the usage row: the answer was given
-        log.warning("Could not count the tokens of a call against the budgets", exc_info=True)
+RUN = Usage.Kind.RUN
 
 
 @dataclass(frozen=True)
 class CallScope:
-    """Who a short, non-streamed call is for: what its usage row is recorded under."""
+    """Who a call is for and what its usage row says."""
 
     project: object
-    user_key: str
-    kind: str  # Usage.Kind: "name", "suggestions", "memory"
+    kind: str  # Usage.Kind
+    user_key: str | None = None  # the stored key the limits count (None: the project's limits only)
     thread_id: str | None = None
+    recorded_user: str | None = None  # the row's user when not `user_key` (the gateway's session or token user)
+    model: str | None = None  # what the row names for a call that is not a ModelChain's
+    provider: str | None = None
+
+    @property
+    def row_user(self) -> str:
+        return self.recorded_user if self.recorded_user is not None else (self.user_key or "")
 
 
-async def complete_metered(models: Provider | ModelChain, request: ModelRequest, *, scope: CallScope) -> Completion:
-    """`await models.complete(request)`, with the call's usage recorded once it answered or failed
-    (one INSERT) and its tokens counted. For a ModelChain the model recorded is the one that answered
-    (its first when none did) and its fallbacks are counted."""
+@dataclass(frozen=True)
+class Admission:
+    """One admitted call: what it reserved against the budgets, reconciled when it ends."""
+
+    scope: CallScope
+    budget: limits.Budget | None = None
+
+    @property
+    def reserved(self) -> int:
+        return self.budget.reserved if self.budget is not None else 0
+
+
+def call_reservation(project, *, input_tokens: int, max_tokens: int | None) -> int:
+    """A call's worst case in tokens: its input estimate plus its output (its `max_tokens` under the
+    project's output cap, else the cap, else BUDGET_RESERVED_OUTPUT_TOKENS). 0 on a project without
+    token budgets: nothing is reserved, and admission stays one statement."""
+    config = project_settings(project)
+    if not (config.limits.tokens_per_day or config.limits.tokens_per_day_per_user):
+        return 0
+    return input_tokens + (max_tokens_capped(max_tokens, output_cap(config)) or settings.BUDGET_RESERVED_OUTPUT_TOKENS)
+
+
+async def call_admit(scope: CallScope, *, reserve: int = 0) -> Admission:
+    """Counts one call against the project's rates and reserves `reserve` tokens against its budgets
+    (projects/limits.py `call_admit`, one statement). Raises Problem 429 RATE_LIMITED / BUDGET_EXCEEDED."""
+    return Admission(scope, await db_call(limits.call_admit, project=scope.project, user_key=scope.user_key,
+                                          reserve=reserve))
+
+
+async def step_admit(scope: CallScope, *, budget: limits.Budget | None, usage: dict | None, reserved: int,
+                     first: bool) -> None:
+    """Before each model call of a run. The first was admitted by the run's start a moment ago: its
+    budget is checked in memory. Each later one reads the day's budgets again (other runs and processes
+    spent meanwhile) with the run's tokens so far (`usage`, less the `reserved` already counted); the
+    run rate counts the run once. Raises ModelError BUDGET_EXCEEDED, which ends the run with RUN_ERROR."""
+    if first:
+        limits.budget_check(budget, usage)
+    else:
+        await db_call(limits.step_admit, project=scope.project, user_key=scope.user_key, usage=usage,
+                      reserved=reserved)
+
+
+class ModelCall:
+    """One streamed call: iterate it for the deltas (iterating it is iterating the door's own async
+    generator: no wrapper per delta beyond it), close it to stop the vendor. `usage` is what it used
+    so far. Once iterated, its end is settled once, however it ends: exhausted, failed, closed,
+    cancelled, or collected unfinished (the event loop closes an abandoned async generator)."""
+
+    def __init__(self, models: Provider | ModelChain, request: ModelRequest, scope: CallScope,
+                 admission: Admission | None):
+        self.scope = scope
+        self.outcome = Usage.Outcome.CANCELLED
+        self._models, self._request, self._admission = models, request, admission
+        self._tally = CallTally(request.messages)
+        self._began = self._refused = False
+        self._code: str | None = None
+        self._deltas = self._stream()
+
+    def __aiter__(self) -> AsyncIterator[Delta]:
+        return self._deltas
+
+    def __anext__(self):
+        return self._deltas.__anext__()
+
+    def aclose(self):
+        return self._deltas.aclose()
+
+    @property
+    def usage(self) -> dict | None:
+        """The vendor's usage, else the estimate; None for a call never made or refused before the
+        vendor read it (a 4xx/5xx, a missing key, no connection: ModelError.accepted is False)."""
+        if not self._began or self._refused:
+            return None
+        return self._tally.usage()
+
+    async def _stream(self) -> AsyncIterator[Delta]:
+        self._began = True
+        started, tally = time.monotonic(), self._tally
+        deltas = self._models.stream(self._request)
+        try:
+            async for delta in deltas:
+                tally.see(delta)
+                if isinstance(delta, StepEnd):
+                    self.outcome = Usage.Outcome.COMPLETED
+                yield delta
+        except ModelError as exc:
+            self.outcome, self._code = Usage.Outcome.FAILED, exc.code
+            self._refused = tally.deltas == 0 and not exc.accepted
+            raise
+        finally:
+            await deltas.aclose()
+            metrics.model_call(self.scope.project, self.scope.kind, self.outcome)
+            if self.scope.kind != RUN:
+                model, provider = _answering(self._models, self._request, self.scope)
+                await call_settle(self._admission or Admission(self.scope), models=self._models, model=model,
+                                  provider=provider, usage=self.usage, duration=time.monotonic() - started,
+                                  outcome=self.outcome, code=self._code)
+
+
+def model_stream(models: Provider | ModelChain, request: ModelRequest, scope: CallScope, *,
+                 admission: Admission | None = None) -> ModelCall:
+    """The deltas of one call of `models` (a ModelChain: the project's models and fallbacks), metered.
+    Nothing is called until it is iterated. A call of a run (`scope.kind` "run") leaves its usage on
+    `ModelCall.usage` for the run to sum; any other records its row and reconciles `admission` at its end."""
+    return ModelCall(models, request, scope, admission)
+
+
+async def model_complete(request: ModelRequest, *, project, user_key: str | None, kind: str,
+                         thread_id: str | None = None, admit: bool = True) -> Completion:
+    """The answer of the project's models (its first, then its fallbacks; the server's default without
+    a project); raises Problem (429/502) when the model fails.
+
+    Admitted first with its worst case reserved (429 RATE_LIMITED / BUDGET_EXCEEDED) unless `admit` is
+    False (a retry within the same request); its tokens counted after. Each call leaves one usage row
+    of `kind` ("name", "suggestions", "memory"), answered or failed. The side tasks (assist/, memory/)
+    all call the model through here.
+    """
+    if project is None:
+        try:
+            return await get_provider().complete(request)
+        except ModelError as exc:
+            raise model_problem(exc) from exc
+    scope = CallScope(project, kind, user_key=user_key, thread_id=thread_id)
+    models = model_chain_for(project, requested=None)
+    admission = Admission(scope)
+    if admit:
+        admission = await call_admit(scope, reserve=call_reservation(
+            project, input_tokens=prompt_tokens(request.messages), max_tokens=request.max_tokens))
     started, usage, outcome, code = time.monotonic(), None, Usage.Outcome.CANCELLED, None
     try:
         completion = await models.complete(request)
@@ -100,39 +202,56 @@ async def complete_metered(models: Provider | ModelChain, request: ModelRequest,
         if exc.accepted:
             # Held past its deadline (providers/deadline.py): the prompt the vendor read is charged.
             usage = CallTally(request.messages).usage()
+        raise model_problem(exc) from exc
+    finally:
+        metrics.model_call(project, kind, outcome)
+        model, provider = _answering(models, request, scope)
+        await call_settle(admission, models=models, model=model, provider=provider, usage=usage,
+                          duration=time.monotonic() - started, outcome=outcome, code=code)
+
+
+async def model_transcribe(target: transcription.TranscriptionTarget, scope: CallScope, *, file: IO[bytes],
+                           filename: str, content_type: str) -> str:
+    """The transcript of a recording (providers/transcription.py), admitted like any call (429) and
+    charged: the vendor's token usage when it reports one, else the estimate of one audio part in
+    (MEDIA_PART_TOKENS, as a run's input counts a recording) and the transcript's text out. Raises
+    TranscriptionError (nothing charged but the input of one that timed out: the vendor had it)."""
+    admission = await call_admit(scope, reserve=call_reservation(scope.project, input_tokens=MEDIA_PART_TOKENS,
+                                                                 max_tokens=None))
+    started, usage, outcome, code = time.monotonic(), None, Usage.Outcome.CANCELLED, None
+    try:
+        transcript = await transcription.transcribe(target, file=file, filename=filename, content_type=content_type)
+        usage, outcome = transcript.usage or _transcript_estimate(transcript.text), Usage.Outcome.COMPLETED
+        return transcript.text
+    except transcription.TranscriptionError as error:
+        outcome, code = Usage.Outcome.FAILED, error.code
+        if error.code == "TRANSCRIPTION_TIMEOUT":
+            usage = {"prompt_tokens": MEDIA_PART_TOKENS, "completion_tokens": 0, "total_tokens": MEDIA_PART_TOKENS,
+                     "estimated": True}
         raise
     finally:
-        model, provider = _answering(models, request)
-        metrics.fallbacks_taken(scope.project.name, getattr(models, "fallbacks", None),
-                                project_model_names(scope.project))
-        await _record(project=scope.project, user_key=scope.user_key, kind=scope.kind, model=model,
-                      provider=provider, usage=usage, duration=time.monotonic() - started, outcome=outcome,
-                      code=code, thread_id=scope.thread_id)
+        metrics.model_call(scope.project, scope.kind, outcome)
+        await call_settle(admission, models=None, model=target.model, provider="openai", usage=usage,
+                          duration=time.monotonic() - started, outcome=outcome, code=code)
 
 
-def _answering(models: Provider | ModelChain, request: ModelRequest) -> tuple[str, str]:
-    """(model, provider) of the call, as a run's usage row names them."""
+def _transcript_estimate(text: str) -> dict:
+    output = text_tokens(text)
+    return {"prompt_tokens": MEDIA_PART_TOKENS, "completion_tokens": output,
+            "total_tokens": MEDIA_PART_TOKENS + output, "estimated": True}
+
+
+def _answering(models: Provider | ModelChain, request: ModelRequest, scope: CallScope) -> tuple[str, str]:
+    """(model, provider) of the call, as its usage row names them: a chain's model that answered (its
+    first when none did), else what the scope names, else the provider's."""
     if isinstance(models, ModelChain):
         target = models.answered or models.targets[0]
         return target.model, target.provider
+    if scope.model is not None:
+        return scope.model, scope.provider or getattr(models, "name", None) or settings.MODEL_PROVIDER
     from telemetry.runs import resolved_model
 
     return resolved_model(request.model), getattr(models, "name", None) or settings.MODEL_PROVIDER
-
-
-async def _record(*, project, user_key: str, kind: str, model: str, provider: str, usage, duration: float,
-                  outcome: str, code: str | None, thread_id: str | None = None) -> None:
-    label = metrics.model_label(model, project_model_names(project))
-    for type_, count in tokens_of(usage).items():
-        if count:
-            metrics.TOKENS.labels(project.name, label, type_).inc(count)
-    try:
-        # Shielded: a client that leaves while the row is written must not leave the call unrecorded.
-        await asyncio.shield(db_call(usage_record_call, project_id=project.id, user_key=user_key, kind=kind,
-                                     model=model, provider=provider, usage=usage, duration_s=duration,
-                                     outcome=outcome, error_code=code, thread_id=thread_id))
-    except Exception:  # noqa: BLE001 - usage is bookkeeping; the answer was given
-        log.warning("Could not record the usage of a %s call", kind, exc_info=True)
 
 
 def model_problem(exc: ModelError) -> Problem:
@@ -147,30 +266,3 @@ def model_problem(exc: ModelError) -> Problem:
             extra["retryAfter"] = exc.retry_after_header
         return Problem(429, exc.code, exc.message, **extra)
     return Problem(502, exc.code, exc.message, **extra)
-
-
-async def model_complete(request: ModelRequest, *, project, user_key: str | None, kind: str,
-                         thread_id: str | None = None, admit: bool = True) -> Completion:
-    """The answer of the project's models (its first, then its fallbacks; the server's default without
-    a project); raises Problem (429/502) when the model fails.
-
-    Counted against the project's limits (projects/limits.py): admitted first (429 RATE_LIMITED /
-    BUDGET_EXCEEDED) unless `admit` is False (a retry within the same request), its tokens recorded after.
-    Each call leaves one usage row of `kind` ("name", "suggestions", "memory"), answered or failed.
-    The side tasks (assist/, memory/) all call the model through here.
-    """
-    if admit:
-        await db_call(limits.call_admit, project=project, user_key=user_key)
-    try:
-        if project is not None:
-            completion = await complete_metered(model_chain_for(project, requested=None), request,
-                                                scope=CallScope(project, user_key or "", kind, thread_id))
-        else:
-            completion = await get_provider().complete(request)
-    except ModelError as exc:
-        if exc.accepted:  # the prompt the vendor read counts against the budgets, as the usage row has it
-            await db_call(limits.call_record, project=project, user_key=user_key,
-                          usage=CallTally(request.messages).usage())
-        raise model_problem(exc) from exc
-    await db_call(limits.call_record, project=project, user_key=user_key, usage=completion.usage)
-    return completion

@@ -45,6 +45,8 @@ DB_POOL_WAITING = Gauge("tambo_db_pool_waiting", "Requests waiting for a pooled 
 DB_POOL_IN_USE = Gauge("tambo_db_pool_in_use", "Pooled connections handed out.", multiprocess_mode="livesum")
 MODEL_FALLBACKS = Counter("tambo_model_fallbacks", "Model calls that fell back to another model.",
                           ["project", "from", "to"])
+MODEL_CALLS = Counter("tambo_model_calls", "Model calls made through the one door (telemetry/calls.py), by what "
+                      "they were for and how they ended.", ["project", "kind", "outcome"])
 
 _models_seen: set[str] = set()
 _SAFE = re.compile(r"[^\w.:/@-]")
@@ -77,6 +79,12 @@ def rate_limited(project, limit: str) -> None:
     """One request refused by `limit`: a project limit's setting name (projects/limits.py tells of
     those, registered in apps.py) or `gateway_requests_per_minute` (the gateway's per-key rate)."""
     RATE_LIMITED.labels(project.name, limit).inc()
+
+
+def model_call(project, kind: str, outcome: str) -> None:
+    """One model call ended: `kind` a usage kind (`run` for each step of a run, `gateway`, `name`,
+    `suggestions`, `memory`, `transcription`), `outcome` `completed`, `failed` or `cancelled`."""
+    MODEL_CALLS.labels(project.name, str(kind), str(outcome)).inc()
 
 
 def fallbacks_taken(project_name: str, fallbacks, offered: Collection[str] = ()) -> None:

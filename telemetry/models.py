@@ -13,6 +13,7 @@ class Usage(models.Model):
         SUGGESTIONS = "suggestions"
         GATEWAY = "gateway"  # a chat completion
         MEMORY = "memory"  # a memory extraction after a run (memory/extraction.py)
+        TRANSCRIPTION = "transcription"  # a recording transcribed (POST /audio/transcribe)
 
     class Outcome(models.TextChoices):
         COMPLETED = "completed"

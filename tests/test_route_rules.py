@@ -196,7 +196,7 @@ ROUTES: dict[str, dict[str, Route] | Exempt] = {
     "audio-transcribe": {"POST": Route(
         lambda s, user="alice", **_: s.call("POST", "/audio/transcribe", params={"userKey": user},
                                             files={"file": ("a.wav", b"RIFF" + bytes(64), "audio/wav")}),
-        200, USER_CALLER + (RATE_LIMIT, TOKEN_BUDGET), setup=_transcription_setup)},
+        200, USER_CALLER + MODEL_CALL, usage_kind="transcription", setup=_transcription_setup)},
     # The exchange's answers are OAuth's: it is checked for the origin and the key in its own shape below.
     "oauth-token": Exempt("OAuth's answer shape; its origin and key checks: "
                           "tests/projects/test_access_settings.py::test_the_bearer_and_the_exchange_are_checked_too"),

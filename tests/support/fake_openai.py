@@ -17,7 +17,8 @@ Tests enqueue one reply per request and assert on what the server received:
         fake.requests[0].body["model"], fake.requests[0].api_key
 
 `POST /v1/audio/transcriptions` (multipart) takes the next reply too: a `Text` is the transcript
-(`{"text": …}`), an `HTTPError` or `Stall` fails it; its record's body is the form's fields, the file
+(`{"text": …}`, with OpenAI's token usage when the `Text` has a `usage`), an `HTTPError` or `Stall` fails
+it; its record's body is the form's fields, the file
 as `{"filename", "contentType", "data": bytes}`.
 
 An empty script answers `default_reply`, or what `responder(body)` returns when one is set (a rule that
@@ -332,7 +333,13 @@ class _Handler(BaseHTTPRequestHandler):
                 self._wait(reply.seconds, record)
                 raise _EndAnswer
             else:
-                self._send_json(200, {"text": "".join(reply.chunks) if isinstance(reply, Text) else ""})
+                answer = {"text": "".join(reply.chunks) if isinstance(reply, Text) else ""}
+                if isinstance(reply, Text) and reply.usage:
+                    # As gpt-4o-transcribe reports it (whisper-1 reports seconds, or nothing).
+                    answer["usage"] = {"type": "tokens", "input_tokens": reply.usage["prompt_tokens"],
+                                       "output_tokens": reply.usage["completion_tokens"],
+                                       "total_tokens": reply.usage["total_tokens"]}
+                self._send_json(200, answer)
         except (BrokenPipeError, ConnectionResetError, _EndAnswer):
             record.disconnected.set()
             self.close_connection = True
