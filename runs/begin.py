@@ -42,6 +42,7 @@ from runs.start_history import history_after_lock
 from runs.starting import starting_done
 from runs.tool_counts import TurnToolCounts, turn_limit
 from runs.turns import Turn, turn_store
+from telemetry.calls import run_admit, run_charge
 from telemetry.runs import run_meter_start
 from threads import services as thread_services
 from threads.models import Message, RunStatus, Thread
@@ -134,9 +135,9 @@ def run_begin(request: RunRequest) -> StartedRun:
     models, context_budget = run_model_rules(principal, requested=request.model, max_tokens=request.max_tokens)
     if request.content is not None:
         check_new_message(system_prompt=project.system_prompt, content=request.content, budget=context_budget)
-    budget = limits.call_admit(project=project, user_key=request.user_key,
-                               reserve=run_reservation(principal, request.content or [], context_budget,
-                                                       request.max_tokens))
+    budget = run_admit(project=project, user_key=request.user_key,
+                       reserve=run_reservation(principal, request.content or [], context_budget,
+                                               request.max_tokens))
     run = Run(model=request.model, request_params=request.request_params, status=Run.Status.STREAMING,
               started_at=timezone.now(), resume=request.resume)
     run_reserved_note(run, budget)
@@ -236,8 +237,8 @@ def _reservation_return(request: RunRequest, budget: limits.Budget | None) -> No
     if budget is None or not budget.reserved:
         return
     try:
-        limits.call_record(project=request.principal.project, user_key=request.user_key, usage=None,
-                           reserved=budget.reserved)
+        run_charge(project=request.principal.project, user_key=request.user_key, usage=None,
+                   reserved=budget.reserved)
     except DatabaseError:
         # The database is gone: the day's count keeps the reservation (it errs on the safe side).
         logger.warning("could not give back the reservation of a refused run start")

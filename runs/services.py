@@ -10,13 +10,13 @@ from django.db import transaction
 from clientsdk import wire
 from core.ids import new_id
 from core.problems import Problem
-from projects import limits
 from projects.auth import Principal
 # StartedRun lives with the one start; kept importable from here, where the loop and views look for it.
 from runs.begin import NewThread, RunRequest, StartedRun, TurnRead, run_begin  # noqa: F401
 from runs.lock import lock_fence, lock_release, lock_request_cancel, lock_taken_over
 from runs.models import Run
 from runs.turns import NewMessage, Turn, turn_results_check
+from telemetry.calls import run_charge
 from telemetry.runs import RunEnd
 from threads import selectors
 from threads import services as thread_services
@@ -200,8 +200,8 @@ def _release(*, thread: Thread, run: Run, run_status: str, last_step: dict[str, 
 
 def _usage_record(thread: Thread, run: Run) -> None:
     # With the run's end, never per step: the tokens spent whatever way the run ended (a lost lock too).
-    limits.call_record(project=thread.project, user_key=thread.user_key, usage=run.usage,
-                       reserved=getattr(run, "tokens_reserved", 0))
+    run_charge(project=thread.project, user_key=thread.user_key, usage=run.usage,
+               reserved=getattr(run, "tokens_reserved", 0))
 
 
 def _run_fields(run: Run) -> dict[str, Any]:

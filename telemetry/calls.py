@@ -88,6 +88,19 @@ async def call_admit(scope: CallScope, *, reserve: int = 0) -> Admission:
                                           reserve=reserve))
 
 
+def run_admit(*, project, user_key: str | None, reserve: int) -> limits.Budget | None:
+    """A run's admission, for the one run start (runs/begin.py), which is already on a database thread:
+    the run rates counted once and the run's worst case reserved (the same statement as `call_admit`).
+    Its later model calls go through `step_admit`; its end through `run_charge`. Raises Problem 429."""
+    return limits.call_admit(project=project, user_key=user_key, reserve=reserve)
+
+
+def run_charge(*, project, user_key: str | None, usage: dict | None, reserved: int) -> None:
+    """A run's tokens charged at its end (in the transaction that releases its lock) and its
+    reservation reconciled; a start refused after its admission gives the reservation back (`usage` None)."""
+    limits.call_record(project=project, user_key=user_key, usage=usage, reserved=reserved)
+
+
 async def step_admit(scope: CallScope, *, budget: limits.Budget | None, usage: dict | None, reserved: int,
                      first: bool) -> None:
     """Before each model call of a run. The first was admitted by the run's start a moment ago: its

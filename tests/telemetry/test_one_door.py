@@ -40,9 +40,6 @@ NOT_A_MODEL = {("runs/loop.py", "control"): "RunControl.stream pumps the door's 
 LIMITS_ELSEWHERE = {
     "projects/limits.py": "the limits themselves",
     "telemetry/call_settle.py": "the door's end: the reservation reconciled",
-    "runs/services.py": "the run's start admits the run (its first model call) and its end charges the sum of "
-                        "its steps, in the transaction that releases its lock",
-    "runs/agui/services.py": "the AG-UI start of the same run admission",
 }
 
 
