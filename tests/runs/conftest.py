@@ -98,3 +98,15 @@ def paused_thread(runs: Runs, text: str = 'Use get_weather {"city": "Paris"}',
     awaiting = event_of(events, "CUSTOM", "tambo.run.awaiting_input")
     run_id = events[0]["runId"]
     return thread_id, run_id, [call["toolCallId"] for call in awaiting["value"]["pendingToolCalls"]]
+
+
+@pytest.fixture
+def offline(settings):
+    """The built-in offline model with no delay, for tests that run the app in-process."""
+    from providers import reset_providers
+
+    settings.MODEL_PROVIDER = "offline"
+    settings.OFFLINE_MODEL_DELAY = 0.0
+    reset_providers()
+    yield
+    reset_providers()

@@ -10,21 +10,11 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.test import AsyncClient
 
-from providers import reset_providers
 from tests.support.images import image_part, png
 from tests.support.sse import decode_events
 from tests.support.statements import counting_statements, selects_message_content
 
 pytestmark = pytest.mark.both_dbs
-
-
-@pytest.fixture
-def offline(settings):
-    settings.MODEL_PROVIDER = "offline"
-    settings.OFFLINE_MODEL_DELAY = 0.0
-    reset_providers()
-    yield
-    reset_providers()
 
 
 def _run(api_key: str, path: str, body: dict) -> tuple[dict, list[dict]]:

@@ -18,7 +18,6 @@ from django.test import AsyncClient
 
 from projects.config import Limits, ProjectSettings, project_settings_save
 from projects.limit_models import LimitCounter
-from providers import reset_providers
 from runs import begin
 from runs.lock import lock_held
 from runs.models import Run
@@ -29,18 +28,9 @@ pytestmark = pytest.mark.both_dbs
 
 ROOT = Path(__file__).resolve().parents[2]
 # What only the one start may do: the rules, the lock, the turn's storage and the run's telemetry.
-RULES = {"call_admit", "model_chain_for", "run_model_rules", "run_budget", "check_new_message", "run_reservation",
+RULES = {"call_admit", "run_admit", "model_chain_for", "run_model_rules", "run_budget", "check_new_message", "run_reservation",
          "lock_held", "lock_hold_new", "thread_lock", "turn_store", "history_after_lock", "run_meter_start",
          "thread_create"}
-
-
-@pytest.fixture
-def offline(settings):
-    settings.MODEL_PROVIDER = "offline"
-    settings.OFFLINE_MODEL_DELAY = 0.0
-    reset_providers()
-    yield
-    reset_providers()
 
 
 def _post(api_key: str, path: str, body: dict) -> tuple[int, dict, list[dict] | dict]:

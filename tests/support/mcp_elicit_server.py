@@ -14,11 +14,12 @@ import json
 import os
 import sys
 
-import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ElicitRequest, ElicitRequestFormParams, InputRequiredResult
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
+
+from mcp_legacy import legacy_only  # a sibling: this file runs as a script
 
 server = MCPServer("tambo-elicit-server", log_level="WARNING")
 
@@ -87,24 +88,13 @@ async def book_with_note(show: str, ctx: Context) -> str | InputRequiredResult:
     return f"Booked {seats.data.seats} seats for {show}, note: {note.data.note}."
 
 
-def _legacy_only() -> None:
-    """Answers `server/discover` with handshake-era versions only: clients fall back to `initialize`."""
-
-    async def discover(ctx, params) -> types.DiscoverResult:
-        return types.DiscoverResult(supported_versions=list(HANDSHAKE_PROTOCOL_VERSIONS),
-                                    capabilities=server._lowlevel_server.get_capabilities(),
-                                    instructions=None)
-
-    server._lowlevel_server.add_request_handler("server/discover", types.RequestParams, discover)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--legacy", action="store_true")
     args = parser.parse_args()
     if args.legacy:
-        _legacy_only()
+        legacy_only(server)
     print("serving", file=sys.stderr)
     server.run("streamable-http", host="127.0.0.1", port=args.port)
 

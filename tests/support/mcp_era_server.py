@@ -18,11 +18,11 @@ import os
 import sys
 from typing import Any
 
-import mcp_types as types
 from mcp.server.caching import CacheHint
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+from mcp_legacy import legacy_only  # a sibling: this file runs as a script
 
 
 async def _log_requests(ctx: Any, call_next: Any) -> Any:
@@ -65,17 +65,6 @@ def build(ttl_ms: int | None) -> MCPServer:
     return server
 
 
-def _legacy_only(server: MCPServer) -> None:
-    """Answers `server/discover` with handshake-era versions only: clients fall back to `initialize`."""
-
-    async def discover(ctx, params) -> types.DiscoverResult:
-        return types.DiscoverResult(supported_versions=list(HANDSHAKE_PROTOCOL_VERSIONS),
-                                    capabilities=server._lowlevel_server.get_capabilities(),
-                                    instructions=None)
-
-    server._lowlevel_server.add_request_handler("server/discover", types.RequestParams, discover)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
@@ -84,7 +73,7 @@ def main() -> None:
     args = parser.parse_args()
     server = build(args.ttl_ms)
     if args.legacy:
-        _legacy_only(server)
+        legacy_only(server)
     print("serving", file=sys.stderr)
     server.run("streamable-http", host="127.0.0.1", port=args.port)
 
