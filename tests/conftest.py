@@ -156,3 +156,20 @@ class Api:
 @pytest.fixture
 def api(live_server_url, api_key) -> Api:
     return Api(live_server_url, api_key)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Appends each test's start and wall time (fixtures included) to test-artifacts/timeline-<worker>.tsv:
+    where a suite's minutes go, and how evenly the workers share them (docs/testing.md#where-the-time-goes)."""
+    import time
+    from pathlib import Path
+
+    started = time.time()
+    yield
+    database = "pg" if os.environ.get("DATABASE_URL") else "sqlite"
+    worker = f"{database}-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
+    folder = Path(__file__).resolve().parent.parent / "test-artifacts"
+    folder.mkdir(exist_ok=True)
+    with open(folder / f"timeline-{worker}.tsv", "a") as out:
+        out.write(f"{started:.2f}\t{time.time() - started:.2f}\t{item.nodeid}\n")
