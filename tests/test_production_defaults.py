@@ -1,19 +1,16 @@
 """Nothing public guards a deployment: the server refuses the development SECRET_KEY with DEBUG off,
-bin/serve makes and keeps a random key of its own, and nothing creates a login outside development."""
+and nothing creates a login outside development. That bin/serve makes and keeps a random key of its own
+is tested on the README quick start's clean checkout (tests/test_readme_quickstart.py)."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
-import requests
 from django.core.management import call_command
 
-from tests.support.live import ROOT, free_port
+from tests.support.live import ROOT
 
 SETUP = "import django; django.setup(); from django.conf import settings; print(settings.SECRET_KEY)"
 
@@ -46,41 +43,6 @@ def test_the_settings_accept_the_development_key_with_debug_on_and_a_real_key_wi
     assert _settings_loaded(DEBUG="true").returncode == 0
     real = _settings_loaded(SECRET_KEY="a-real-secret-0123456789-abcdefghijklmnopqrstuvwxyz-ABCDEF")
     assert real.returncode == 0, real.stderr
-
-
-def _serve_once(tmp_path: Path) -> str:
-    """Starts bin/serve on a database of its own, waits for it, stops it; answers its SECRET_KEY file."""
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "DATABASE_URL", "DEBUG")}
-    env.update(SQLITE_PATH=str(tmp_path / "db.sqlite3"), SECRET_KEY_FILE=str(tmp_path / "secret_key"),
-               PORT=str(port), LOG_LEVEL="WARNING")
-    server = subprocess.Popen(["bin/serve"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              start_new_session=True)
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and server.poll() is None:
-            try:
-                if requests.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                    break
-            except requests.RequestException:
-                time.sleep(0.2)
-        assert server.poll() is None, server.stdout.read().decode()
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        out = server.communicate(timeout=30)[0].decode()
-    return out
-
-
-def test_bin_serve_makes_a_random_secret_key_on_first_start_and_keeps_it(tmp_path):
-    first_out = _serve_once(tmp_path)
-    key_file = tmp_path / "secret_key"
-    first = key_file.read_text().strip()
-    _serve_once(tmp_path)
-
-    assert len(first) >= 50 and first != "dev-only-insecure-key-change-me"
-    assert key_file.read_text().strip() == first
-    assert oct(key_file.stat().st_mode & 0o777) == "0o600"
-    assert "Demo login" in first_out  # development: bin/serve asks for the login
 
 
 @pytest.mark.django_db(transaction=True)

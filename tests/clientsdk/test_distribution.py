@@ -35,7 +35,8 @@ def clean_copy(target: Path) -> Path:
 def isolated_env(**extra: str) -> dict[str, str]:
     # Nothing from this repository's environment may leak into the fresh one.
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "DJANGO_SETTINGS_MODULE")}
-    return {**env, "PIP_DISABLE_PIP_VERSION_CHECK": "1", **extra}
+    # No byte-compiling at install (tests/support/readme.py newcomer_env says why).
+    return {**env, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_COMPILE": "1", **extra}
 
 
 def run(argv: list[str], cwd: Path, **extra_env: str) -> subprocess.CompletedProcess:

@@ -61,10 +61,13 @@ def clean_checkout(target: Path) -> Path:
 
 
 def newcomer_env(**extra: str) -> dict[str, str]:
-    """This environment without the test's configuration nor its virtualenv on PATH, plus `extra`."""
+    """This environment without the test's configuration nor its virtualenv on PATH, plus `extra`.
+
+    pip does not byte-compile what it installs (PIP_NO_COMPILE): compiling every file of ~100 packages
+    is most of an install's CPU, and the commands behave the same (Python compiles what it imports)."""
     env = {k: v for k, v in os.environ.items() if k not in UNSET}
     env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if ".venv" not in p)
-    return {**env, **extra}
+    return {**env, "PIP_NO_COMPILE": "1", **extra}
 
 
 def wait_for(base: str, process: subprocess.Popen, log: Path, path: str = "/healthz", attempts: int = 1200) -> None:
