@@ -152,3 +152,15 @@ def test_a_user_who_is_not_staff_is_sent_to_the_login(client):
         response = client.get(url, {"q": "pineapple"})
         assert response.status_code == 302 and "/admin/login/" in response["Location"]
         assert "pineapple" not in response.content.decode() and "msg_pizza" not in response.content.decode()
+
+
+def test_a_message_written_before_the_project_encrypted_is_still_found_by_its_words(admin_client):
+    project = a_project("later", encrypting=False)
+    thread = said(project, "Order a pineapple pizza", "msg_before")
+    project_settings_save(project, ProjectSettings(encrypt_content=True))
+    thread.refresh_from_db()
+    assert thread.sealed and "pineapple" in stored_content("msg_before")  # plaintext until rotate_secrets
+
+    # Its thread now encrypts, so SQL no longer searches its content: the decrypting half reads it as it is.
+    assert "msg_before" in listed(admin_client, MESSAGES, q="pineapple")
+    assert thread.id in listed(admin_client, THREADS, q="pineapple")
