@@ -354,6 +354,11 @@ if not isinstance(MODEL_PARAMETERS, dict):
 # Fernet keys encrypting the secrets stored in project settings (projects/secrets.py): comma-separated,
 # the first encrypts, all decrypt (rotation: a new key first, then `manage.py rotate_secrets`).
 SECRETS_KEYS = env.list("SECRETS_KEYS", default=[])
+# The admin's search by words decrypts at most this many of the most recent encrypted messages of the
+# list it searches (threads/search.py, docs/projects.md#content-encrypted-at-rest).
+ADMIN_SEARCH_ENCRYPTED_MESSAGES = env.int("ADMIN_SEARCH_ENCRYPTED_MESSAGES", default=2000)
+if ADMIN_SEARCH_ENCRYPTED_MESSAGES < 0:
+    raise environ.ImproperlyConfigured("ADMIN_SEARCH_ENCRYPTED_MESSAGES must be 0 or more")
 # "openai" when a key or base URL is configured, else the built-in offline model.
 MODEL_PROVIDER = env.str(
     "MODEL_PROVIDER", default="openai" if (OPENAI_API_KEY or OPENAI_BASE_URL) else "offline"

@@ -9,7 +9,7 @@ import base64
 import binascii
 import json
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.admin.utils import quote
 from django.http import Http404, HttpResponse
 from django.urls import path, reverse
@@ -20,6 +20,7 @@ from django.utils.safestring import mark_safe
 from threads.conversation import content_without_blobs, conversation_build, message_preview, resource_item
 from threads.models import Message, Suggestion, Thread
 from threads.presenters import message_content
+from threads.search import Scan, message_search, thread_search
 
 
 def pretty_json(value) -> str:
@@ -35,6 +36,20 @@ class ReadOnly:
 
     def has_change_permission(self, request, obj=None):
         return False
+
+
+def search_notice(request, scan: Scan) -> None:
+    """Tells staff what a search by words could not see: encrypted messages older than those read
+    (threads/search.py), and those no key decrypts."""
+    if scan.limited and not scan.scanned:
+        messages.info(request, "Encrypted content is not searched by its words (ADMIN_SEARCH_ENCRYPTED_MESSAGES is 0).")
+    elif scan.limited:
+        messages.info(request, f"Encrypted content: the words of the {scan.scanned:,} most recent encrypted "
+                               "messages of this list were searched, not older ones. Filter the list (by "
+                               "project) to search further back; ADMIN_SEARCH_ENCRYPTED_MESSAGES sets how many.")
+    if scan.unreadable:
+        messages.warning(request, f"{scan.unreadable:,} encrypted messages could not be decrypted with "
+                                  "SECRETS_KEYS and were not searched.")
 
 
 class MessageInline(ReadOnly, admin.TabularInline):
@@ -60,7 +75,9 @@ class ThreadAdmin(ReadOnly, admin.ModelAdmin):
     # external_id (the AG-UI client's thread id) is on the thread's page: the list fits 1280 px.
     list_display = ("id", "name", "project", "user_key", "run_status", "updated_at")
     list_filter = ("run_status", "project")
+    # Also the words of the thread's messages, encrypted ones too (threads/search.py, get_search_results).
     search_fields = ("id", "user_key", "name", "external_id")
+    search_help_text = "Ids, user key, name, or words of the thread's messages."
     readonly_fields = ("id", "external_id", "sealed", "agui_state", "run_status", "current_run_id", "lease_expires_at",
                        "pending_tool_call_ids", "pending_inputs", "last_completed_run_id", "last_run_cancelled",
                        "last_run_error", "created_at", "updated_at")
@@ -69,6 +86,11 @@ class ThreadAdmin(ReadOnly, admin.ModelAdmin):
     def conversation_runs(self, thread: Thread) -> dict[str, dict]:
         """Run id → the facts shown above that run's messages (runs/admin.py fills them in)."""
         return {}
+
+    def get_search_results(self, request, queryset, search_term):
+        found, scan = thread_search(queryset, search_term)
+        search_notice(request, scan)
+        return found, False
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         thread = self.get_object(request, admin.utils.unquote(object_id))
@@ -100,10 +122,12 @@ class SuggestionInline(ReadOnly, admin.TabularInline):
 class MessageAdmin(ReadOnly, admin.ModelAdmin):
     # The cancelled flag and the thread are on the message's page: the list fits 1280 px.
     list_display = ("id", "role", "preview", "created_at")
-    list_filter = ("role", "is_cancelled")
-    # `content` searches the message's JSON as text, so the words of a message find it; not those of a
-    # project that encrypts its content (threads/sealing.py), found by ids and the thread's user key only.
+    # The project filter also bounds the search of encrypted messages to that project's (threads/search.py).
+    list_filter = ("role", "is_cancelled", "thread__project")
+    # The words of a message find it, in SQL for a plaintext project, decrypted in the request for an
+    # encrypting one (the most recent ADMIN_SEARCH_ENCRYPTED_MESSAGES): get_search_results.
     search_fields = ("id", "thread__id", "thread__user_key", "tool_call_id", "external_id", "content")
+    search_help_text = "Ids, the thread's user key, or words of the message."
     ordering = ("-created_at", "-id")
     readonly_fields = ("id", "thread", "run_id", "role", "readable_content", "readable_component_state",
                        "tool_call_id", "external_id", "parent_message", "is_cancelled", "metadata",
@@ -115,6 +139,11 @@ class MessageAdmin(ReadOnly, admin.ModelAdmin):
     @admin.display(description="text")
     def preview(self, obj):
         return message_preview(obj, limit=80)
+
+    def get_search_results(self, request, queryset, search_term):
+        found, scan = message_search(queryset, search_term)
+        search_notice(request, scan)
+        return found, False
 
     @admin.display(description="content")
     def readable_content(self, obj):

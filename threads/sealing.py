@@ -13,7 +13,8 @@ turned on stay readable beside encrypted ones. Empty values (`[]`, `{}`, null) s
 they say nothing, and queries that skip them (`exclude(component_state={})`) keep working.
 
 What cannot work on encrypted rows is SQL over their content: a search, `content__icontains`. The
-admin's message search matches ids and user keys only for them (threads/admin.py).
+admin's search by words decrypts a bounded number of the most recent encrypted messages in the
+request instead (threads/search.py).
 """
 from __future__ import annotations
 

@@ -144,14 +144,20 @@ def test_no_table_holds_the_plaintext_and_every_reader_gets_it(server, project, 
                           params={"userKey": "alice"}, headers={"x-api-key": api_key})
     assert replay.status_code == 200, replay.text
     assert "SECRET-ANSWER" in "".join(e.get("delta", "") for e in read_events(replay))
-    # The admin's thread page, and its message search: by user key, not by words of the content.
+    # The admin's thread page, and its searches: by user key, and by words of the content (decrypted
+    # in the request, threads/search.py), a tool call's arguments and a tool's result included.
     session = staff_session(server.url)
     page = session.get(f"{server.url}/admin/threads/thread/{thread_id}/change/", timeout=30).text
     assert "SECRET-USER-TEXT" in page and "SECRET-TOOL-RESULT" in page and "SECRET-STATE" in page
     by_user = session.get(f"{server.url}/admin/threads/message/", params={"q": "alice"}, timeout=30).text
-    by_words = session.get(f"{server.url}/admin/threads/message/", params={"q": "SECRET-USER-TEXT"}, timeout=30).text
     assert "SECRET-USER-TEXT" in by_user  # the list's preview is decrypted too
-    assert "0 results" in by_words
+    for words in ("SECRET-USER-TEXT", "SECRET-TOOL-ARG", "SECRET-TOOL-RESULT"):
+        by_words = session.get(f"{server.url}/admin/threads/message/", params={"q": words}, timeout=30).text
+        holding = sum(words in json.dumps(m.content) for m in Message.objects.filter(thread_id=thread_id))
+        assert holding >= 1 and f"{holding} result" in by_words, words
+        threads = session.get(f"{server.url}/admin/threads/thread/", params={"q": words}, timeout=30).text
+        assert thread_id in threads, words
+    assert [s for s in SECRETS if s in raw_rows()] == []  # searching stored nothing
 
     # The model's history on the next run: plaintext.
     fake.script(Text("done"))
