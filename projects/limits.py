@@ -11,7 +11,9 @@ through telemetry/calls.py, the one door of model calls, but a run's start in ru
   concurrent requests exactly the limit get in. Over a rate: 429 `RATE_LIMITED`; over a budget: 429
   `BUDGET_EXCEEDED`; both with a positive `Retry-After` (the end of the window). A run also reserves
   its worst case in tokens in the same statement, the same way (up to three statements on SQLite).
-- `step_admit` before each later model call of a run: the day's budgets read again.
+- `step_admit` before each later model call of a run: that call's worst case reserved the same way,
+  the run's finished steps settled in the same statement (what they used in place of what was
+  reserved for them).
 - `call_record` after it (for a run: with its end, never per step): adds the tokens it used, less
   what it reserved, to the day's counts of the user and the project, in one statement.
 - `requests_admit`: the gateway's request rate per caller (an API key, a session), counted in the
@@ -85,24 +87,57 @@ def model_calls_limit(project, server_limit: int) -> int:
     return min(own, server_limit) if own > 0 else server_limit
 
 
-def step_admit(*, project, user_key: str | None, usage: dict | None, reserved: int = 0) -> None:
-    """Before each model call of a run after its first: the day's budgets read again (other runs and
-    processes spent meanwhile) with this run's own tokens so far, not yet recorded beyond what its
-    admission `reserved` (already in the counts). Raises
-    providers.base.ModelError("BUDGET_EXCEEDED"), which ends the run with RUN_ERROR. One statement;
-    none without budgets. The run rate counts the run once, at `call_admit`."""
+def step_admit(*, project, user_key: str | None, usage: dict | None, reserved: int = 0, reserve: int = 0) -> int:
+    """Before each model call of a run that its start did not admit: the call's worst case (`reserve`,
+    its input estimate plus its output cap) reserved against the day's budgets as they stand now
+    (other runs and processes spent or reserved meanwhile), the way `call_admit` reserves a run's
+    start, so N runs stepping together overshoot a budget by at most one step's reservation, not N.
+    In the same statement the run's finished steps are settled: what they used (`usage`) takes the
+    place of what the run had reserved for them (`reserved`), so the counts hold the run's tokens so
+    far plus this call's worst case, never the sum of every step's worst case, and the check sees
+    them so. Answers the tokens added to the day's counts (negative: given back), which the run adds
+    to its reservation; its end reconciles the whole with what it used (`call_record`). Raises
+    providers.base.ModelError("BUDGET_EXCEEDED"), which ends the run with RUN_ERROR, its counts left
+    as they were. One statement; none without budgets. The run rate counts the run once, at
+    `call_admit`."""
     limits = _limits(project)
     budgets = {key: limit for key, limit in ((user_key, limits.tokens_per_day_per_user),
                                              (PROJECT, limits.tokens_per_day)) if key is not None and limit > 0}
     if not budgets:
-        return
-    _, spent, _, _ = _admit_statement(project.pk, {}, budgets, 0)
-    used = max(0, tokens_of(usage) - reserved)
-    for key, limit in budgets.items():
-        if spent.get(key, 0) + used >= limit:
-            for listener in _refusal_listeners:
-                listener(project, "tokens_per_day_per_user" if key else "tokens_per_day")
-            raise ModelError("BUDGET_EXCEEDED", "The token budget ran out during this run.", retryable=False)
+        return 0
+    settled = tokens_of(usage) - reserved  # the finished steps' tokens beyond (negative: under) their reservation
+    tokens = max(0, reserve) + settled
+    # A count is raised only while it, settled, is under its budget.
+    room = {key: limit - settled for key, limit in budgets.items()}
+    if min(room.values()) > 0:
+        taken = _tokens_reserve(project.pk, room, tokens)
+        refused = [key for key in room if key not in taken]
+    else:  # the run alone is past a budget: no statement
+        taken, refused = set(), [key for key, left in room.items() if left <= 0]
+    if not refused:
+        return tokens
+    if taken:
+        _tokens_add(project.pk, sorted(taken), -tokens)  # a refused step changes no count
+    for listener in _refusal_listeners:
+        listener(project, "tokens_per_day_per_user" if refused[0] else "tokens_per_day")
+    raise ModelError("BUDGET_EXCEEDED", "The token budget ran out during this run.", retryable=False)
+
+
+def _tokens_reserve(project_id: str, room: dict[str, int], tokens: int) -> set[str]:
+    """Adds `tokens` (negative: gives them back) to today's token counts of `room`'s keys, each only
+    while its count is under its value (the conditional upsert of the admission), in one statement;
+    answers the keys it changed."""
+    if connection.vendor == "postgresql":
+        day, day_params = "(date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')", []
+    else:
+        day, day_params = "%s", [_window_value(time.time(), DAY)]
+    params: list = []
+    for key in room:
+        params += [project_id, key, *day_params, tokens]
+    rows = ", ".join([f"(%s, %s, '{TOKENS}', {day}, %s)"] * len(room))
+    with connection.cursor() as cursor:
+        cursor.execute(_upsert(rows), params + _limits_params(room))
+        return {row[0] for row in cursor.fetchall()}
 
 
 def tokens_of(usage: dict | None) -> int:

@@ -132,22 +132,28 @@ async def _advance(started: StartedRun, control: RunControl, provider: Provider)
             carried = started.resumed.carried
         control.sealed = thread.sealed
         step_limit = model_calls_limit(thread.project, settings.MAX_MODEL_CALLS_PER_RUN)
+        label = context_budget.label_of(provider)
         calls = 0
         # A step is a model call; a server or MCP call that timed out counts as one more (toolbox.timeouts).
         while calls + toolbox.timeouts < step_limit:
             first, calls = calls == 0, calls + 1
             persisted = None  # a cancel from here on leaves the previous, finished step alone
             control.check()
-            # Each model call is admitted (the first by run_start a moment ago): the budgets as they
-            # stand now, across processes (telemetry/calls.py, the door of every model call).
-            await step_admit(_scope(started), budget=started.budget, usage=run.usage,
-                             reserved=getattr(run, "tokens_reserved", 0), first=first)
             step = control.step = Step(message_id=services.message_id_new(), toolbox=toolbox)
             prefill: list[dict] = []
             if carried is not None:  # the step in flight before a takeover, as its client saw it (runs/carry.py)
                 step.carry(carried)
                 prefill, carried = carried.prefill(), None
-            async for event in _model_step(step, messages, started, provider, control, prefill):
+            sent = context_budget.fit(messages, started.context_budget, label)
+            # Each model call is admitted (the first by run_begin a moment ago; a taken-over run's first
+            # here was not): its worst case reserved against the budgets as they stand now, across
+            # processes (telemetry/calls.py, the door of every model call). The run's end reconciles
+            # the whole reservation with what it used.
+            reserved = getattr(run, "tokens_reserved", 0)
+            run.tokens_reserved = reserved + await step_admit(
+                _scope(started), budget=started.budget, usage=run.usage, reserved=reserved,
+                messages=[*sent, *prefill], max_tokens=started.body.max_tokens, first=first and started.resumed is None)
+            async for event in _model_step(step, sent, started, provider, control, prefill):
                 yield event
             stored = dict(message_id=step.message_id, content=step.content(), cancelled=False,
                           reasoning=step.reasoning.texts(), reasoning_duration_ms=step.reasoning.duration_ms,
@@ -250,13 +256,13 @@ async def _toolbox(started: StartedRun) -> Toolbox:
     return toolbox
 
 
-async def _model_step(step: Step, messages: list[dict], started: StartedRun, provider: Provider,
+async def _model_step(step: Step, sent: list[dict], started: StartedRun, provider: Provider,
                       control: RunControl, prefill: list[dict]) -> AsyncIterator[BaseEvent]:
-    """One model call; `prefill` ends its request with the text to continue (a carried step)."""
+    """One model call sending `sent` (the run's messages fitted to its context budget, admitted with
+    them); `prefill` ends its request with the text to continue (a carried step)."""
     body = started.body
     tool_choice = body.tool_choice
     label = context_budget.label_of(provider)
-    sent = context_budget.fit(messages, started.context_budget, label)
     request = ModelRequest(
         messages=[*sent, *prefill], tools=step.toolbox.model_tools(),
         tool_choice=tool_choice if isinstance(tool_choice, str) or tool_choice is None else {"name": tool_choice.name},

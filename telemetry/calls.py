@@ -6,7 +6,8 @@ For each call, in one place:
 - admission (`call_admit`): the project's rates and budgets (projects/limits.py), with the call's worst
   case in tokens reserved against the budgets in the admitting statement (`call_reservation`), so N
   concurrent calls overshoot a budget by at most one reservation; a run's later steps are admitted by
-  `step_admit` (the run's own start is admitted by runs/services.py `run_start`);
+  `step_admit`, each reserving its own worst case the same way (the run's own start is admitted by
+  runs/begin.py `run_begin`);
 - the call (`model_stream` for streamed deltas, `model_complete` for one answer, `model_transcribe`
   for a recording) through the project's models and fallbacks (projects/models_config.py);
 - what it used: the vendor's usage, or the estimate of what was sent and received when the vendor
@@ -14,8 +15,8 @@ For each call, in one place:
   that ignores `include_usage`); a call the vendor refused before reading it uses nothing;
 - its end, once: the reservation reconciled with what was used and the usage row written (one worker
   hop, telemetry/call_settle.py), `tambo_model_calls_total` and the token counters. A run's steps are
-  summed on the run instead, and recorded and reconciled with the run's end, in the transaction that
-  releases its lock (runs/services.py, telemetry/runs.py).
+  summed on the run instead, and recorded with the run's end, its reservations (its start's and each
+  later step's) reconciled in the transaction that releases its lock (runs/services.py, telemetry/runs.py).
 """
 from __future__ import annotations
 
@@ -75,10 +76,15 @@ def call_reservation(project, *, input_tokens: int, max_tokens: int | None) -> i
     """A call's worst case in tokens: its input estimate plus its output (its `max_tokens` under the
     project's output cap, else the cap, else BUDGET_RESERVED_OUTPUT_TOKENS). 0 on a project without
     token budgets: nothing is reserved, and admission stays one statement."""
-    config = project_settings(project)
-    if not (config.limits.tokens_per_day or config.limits.tokens_per_day_per_user):
+    if not _budgeted(project):
         return 0
-    return input_tokens + (max_tokens_capped(max_tokens, output_cap(config)) or settings.BUDGET_RESERVED_OUTPUT_TOKENS)
+    return input_tokens + (max_tokens_capped(max_tokens, output_cap(project_settings(project)))
+                           or settings.BUDGET_RESERVED_OUTPUT_TOKENS)
+
+
+def _budgeted(project) -> bool:
+    limits = project_settings(project).limits
+    return bool(limits.tokens_per_day or limits.tokens_per_day_per_user)
 
 
 async def call_admit(scope: CallScope, *, reserve: int = 0) -> Admission:
@@ -102,16 +108,29 @@ def run_charge(*, project, user_key: str | None, usage: dict | None, reserved: i
 
 
 async def step_admit(scope: CallScope, *, budget: limits.Budget | None, usage: dict | None, reserved: int,
-                     first: bool) -> None:
-    """Before each model call of a run. The first was admitted by the run's start a moment ago: its
-    budget is checked in memory. Each later one reads the day's budgets again (other runs and processes
-    spent meanwhile) with the run's tokens so far (`usage`, less the `reserved` already counted); the
-    run rate counts the run once. Raises ModelError BUDGET_EXCEEDED, which ends the run with RUN_ERROR."""
+                     messages: list[dict], max_tokens: int | None, first: bool) -> int:
+    """Before each model call of a run, which sends `messages` asking for `max_tokens`. The first was
+    admitted by the run's start a moment ago, its worst case reserved: its budget is checked in memory.
+    Each later one (and a taken-over run's first in its new process) reserves its own worst case (its
+    input estimate plus its output cap, as `call_reservation` counts any call) against the day's
+    budgets as they stand now, its finished steps settled in the same statement (their `usage` in
+    place of the `reserved`; projects/limits.py `step_admit`, one statement; no hop without budgets);
+    the run rate counts the run once. Answers the tokens added to the counts (negative: given back),
+    which the run adds to its reservation for its end to reconcile (`run_charge`). Raises ModelError
+    BUDGET_EXCEEDED, which ends the run with RUN_ERROR."""
     if first:
-        limits.budget_check(budget, usage)
-    else:
-        await db_call(limits.step_admit, project=scope.project, user_key=scope.user_key, usage=usage,
-                      reserved=reserved)
+        # Admitted with its worst case reserved, the call fits: the count its admission raised was
+        # under the budget. (The budget left it read can be older than that row on PostgreSQL, when a
+        # run's end gave tokens back while the admission waited for the row: checking it again
+        # refused a run its admission had let in, before any model call.)
+        if budget is None or not budget.reserved:
+            limits.budget_check(budget, usage)
+        return 0
+    if not _budgeted(scope.project):  # nothing to reserve: no estimate, no hop
+        return 0
+    reserve = call_reservation(scope.project, input_tokens=prompt_tokens(messages), max_tokens=max_tokens)
+    return await db_call(limits.step_admit, project=scope.project, user_key=scope.user_key, usage=usage,
+                         reserved=reserved, reserve=reserve)
 
 
 class ModelCall:
