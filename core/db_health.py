@@ -106,11 +106,13 @@ def _probe() -> bool:
     import psycopg
     from django.db import connections
 
+    from core.statements import connection_ping
+
     params = connections["default"].get_connection_params()
     params["connect_timeout"] = PROBE_TIMEOUT
     try:
         with psycopg.connect(**params, autocommit=True) as conn:
-            conn.execute("SELECT 1")
+            connection_ping(conn)
         return True
     except Exception:  # noqa: BLE001 - any failure: still down
         return False

@@ -8,7 +8,9 @@ short run (docs/performance.md has the profile). The statements here skip that a
 rows come back as model instances, through each field's own converters (SQLite's text datetimes
 and JSON, PostgreSQL's jsonb), and values go in through each field's own preparation.
 
-Only for a handful of statements run on every request; everything else stays with the ORM.
+Only for a handful of statements run on every request; everything else stays with the ORM. Also the
+health checks' `SELECT 1` (`database_ping`, `connection_ping`): hand-written SQL lives in modules named
+`statements.py` only (docs/architecture.md#the-contracts).
 """
 from __future__ import annotations
 
@@ -71,6 +73,18 @@ def execute(sql: str, params: Sequence[Any], *, using: str = "default") -> tuple
         cursor.execute(sql, params)
         rows = cursor.fetchall() if cursor.description else []
         return rows, cursor.rowcount
+
+
+def database_ping(*, using: str = "default") -> None:
+    """`SELECT 1` on Django's connection; raises when the database does not answer (`/healthz`)."""
+    with connections[using].cursor() as cursor:
+        cursor.execute("SELECT 1")
+        cursor.fetchone()
+
+
+def connection_ping(conn) -> None:
+    """`SELECT 1` on a psycopg connection of the caller's own (core/db_health.py's probe)."""
+    conn.execute("SELECT 1")
 
 
 class Insert:

@@ -18,8 +18,8 @@ from rest_framework import authentication
 from core.db import db_call
 from core.problems import Problem, validation_error
 from projects import access, identities, user_tokens
-from projects.key_lookup import KEY_LOOKUP, KeyLookup
 from projects.models import ApiKey, Project, hash_api_key
+from projects.statements import KEY_LOOKUP, KeyLookup
 
 UNAUTHORIZED = Problem(401, "UNAUTHORIZED", "A valid x-api-key header is required.")
 
@@ -106,7 +106,7 @@ def _has_credentials(meta: dict) -> bool:
 
 def api_key_find(raw_key: str) -> ApiKey | None:
     """The unrevoked key with this value, with its project; writes nothing. One statement, not
-    compiled per call (projects/key_lookup.py)."""
+    compiled per call (projects/statements.py)."""
     found = KEY_LOOKUP.find(raw_key)
     return found[0] if found is not None else None
 

@@ -22,6 +22,7 @@ through telemetry/calls.py, the one door of model calls, but a run's start in ru
 Windows are cut by the database's clock on PostgreSQL, so processes whose clocks disagree still count
 in the same window. A project's run rate is the server's DEFAULT_RUNS_PER_MINUTE unless it sets its own
 (projects/config.py `run_rate`); a project whose limits are all off pays nothing: no statement at all.
+This module decides; the statements that count are in projects/statements.py (`counters_*`).
 """
 from __future__ import annotations
 
@@ -31,17 +32,12 @@ from dataclasses import dataclass
 from datetime import datetime, timezone as dt_timezone
 from typing import Callable
 
-from django.db import connection
-
 from core.problems import Problem
 from projects.config import Limits, project_settings, run_rate
 from projects.limit_models import LimitCounter
+from projects.statements import (DAY, MINUTE, PROJECT, REQUESTS, RUNS, counters_admit, counters_request_count,
+                                 counters_tokens_add, counters_tokens_reserve)
 from providers.base import ModelError
-
-TABLE = LimitCounter._meta.db_table
-PROJECT = ""  # the user_key of a project's own counters (no end user is stored as "")
-RUNS, TOKENS, REQUESTS = "runs", "tokens", "requests"
-MINUTE, DAY = 60, 86400
 
 # Told of every refusal, with the project and the limit's setting name (`runs_per_minute_per_user` …):
 # telemetry counts them (tambo_rate_limited_total). It registers itself at start-up because projects
@@ -110,34 +106,17 @@ def step_admit(*, project, user_key: str | None, usage: dict | None, reserved: i
     # A count is raised only while it, settled, is under its budget.
     room = {key: limit - settled for key, limit in budgets.items()}
     if min(room.values()) > 0:
-        taken = _tokens_reserve(project.pk, room, tokens)
+        taken = counters_tokens_reserve(project.pk, room, tokens)
         refused = [key for key in room if key not in taken]
     else:  # the run alone is past a budget: no statement
         taken, refused = set(), [key for key, left in room.items() if left <= 0]
     if not refused:
         return tokens
     if taken:
-        _tokens_add(project.pk, sorted(taken), -tokens)  # a refused step changes no count
+        counters_tokens_add(project.pk, sorted(taken), -tokens)  # a refused step changes no count
     for listener in _refusal_listeners:
         listener(project, "tokens_per_day_per_user" if refused[0] else "tokens_per_day")
     raise ModelError("BUDGET_EXCEEDED", "The token budget ran out during this run.", retryable=False)
-
-
-def _tokens_reserve(project_id: str, room: dict[str, int], tokens: int) -> set[str]:
-    """Adds `tokens` (negative: gives them back) to today's token counts of `room`'s keys, each only
-    while its count is under its value (the conditional upsert of the admission), in one statement;
-    answers the keys it changed."""
-    if connection.vendor == "postgresql":
-        day, day_params = "(date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')", []
-    else:
-        day, day_params = "%s", [_window_value(time.time(), DAY)]
-    params: list = []
-    for key in room:
-        params += [project_id, key, *day_params, tokens]
-    rows = ", ".join([f"(%s, %s, '{TOKENS}', {day}, %s)"] * len(room))
-    with connection.cursor() as cursor:
-        cursor.execute(_upsert(rows), params + _limits_params(room))
-        return {row[0] for row in cursor.fetchall()}
 
 
 def tokens_of(usage: dict | None) -> int:
@@ -179,13 +158,13 @@ def call_admit(*, project, user_key: str | None, reserve: int = 0) -> Budget | N
     if not rates and not budgets:
         return None
     reserve = max(0, reserve) if budgets else 0
-    counted, spent, now, reserved = _admit_statement(project.pk, rates, budgets, reserve)
+    counted, spent, now, reserved = counters_admit(project.pk, rates, budgets, reserve)
     # With a reservation, a budget refuses when its row was at the limit as the statement took it;
     # without one, when the day's count read is.
     over = [key for key, limit in budgets.items() if (key not in reserved if reserve else spent.get(key, 0) >= limit)]
     rate_refused = [key for key in rates if key not in counted]
     if reserved and (over or rate_refused):
-        _tokens_add(project.pk, sorted(reserved), -reserve)  # a refused call keeps nothing reserved
+        counters_tokens_add(project.pk, sorted(reserved), -reserve)  # a refused call keeps nothing reserved
     for key in over:
         who = "this user's" if key else "the project's"
         raise _refused(project, "tokens_per_day_per_user" if key else "tokens_per_day", Problem(
@@ -210,119 +189,7 @@ def call_record(*, project, user_key: str | None, usage: dict | None, reserved: 
             if key is not None and limit > 0]
     if not tokens or not keys:
         return
-    _tokens_add(project.pk, keys, tokens)
-
-
-def _tokens_add(project_id: str, keys: list[str], tokens: int) -> None:
-    """Adds `tokens` (negative: gives them back) to today's token counts of `keys`, in one statement."""
-    if connection.vendor == "postgresql":
-        day, day_params = "(date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')", []
-    else:
-        day, day_params = "%s", [_window_value(time.time(), DAY)]
-    params: list = []
-    for key in keys:
-        params += [project_id, key, TOKENS, *day_params, tokens]
-    rows = ", ".join([f"(%s, %s, %s, {day}, %s)"] * len(keys))
-    with connection.cursor() as cursor:
-        cursor.execute(f"INSERT INTO {TABLE} AS c (project_id, user_key, kind, window_start, count) VALUES {rows} "
-                       "ON CONFLICT (project_id, user_key, kind, window_start) "
-                       "DO UPDATE SET count = c.count + EXCLUDED.count", params)
-
-
-def _window_value(now: float, window: int):
-    start = datetime.fromtimestamp(math.floor(now / window) * window, tz=dt_timezone.utc)
-    return connection.ops.adapt_datetimefield_value(start)
-
-
-def _rate_rows(project_id: str, rates: dict[str, int], window: str) -> tuple[str, list]:
-    rows = ", ".join([f"(%s, %s, %s, {window}, 1)"] * len(rates))
-    params: list = []
-    for key in rates:
-        params += [project_id, key, RUNS]
-    return rows, params
-
-
-def _upsert(rows: str) -> str:
-    """Raises each row's count by its value (`EXCLUDED.count`) only while it is under its key's limit
-    (two parameters: the project's limit, the user's); answers the keys raised (or inserted)."""
-    return (f"INSERT INTO {TABLE} AS c (project_id, user_key, kind, window_start, count) VALUES {rows} "
-            "ON CONFLICT (project_id, user_key, kind, window_start) DO UPDATE SET count = c.count + EXCLUDED.count "
-            "WHERE c.count < CASE WHEN c.user_key = '' THEN %s ELSE %s END RETURNING user_key")
-
-
-def _limits_params(limits_by_key: dict[str, int]) -> list[int]:
-    return [limits_by_key.get(PROJECT, 0), next((limit for key, limit in limits_by_key.items() if key != PROJECT), 0)]
-
-
-def _admit_statement(project_id: str, rates: dict[str, int], budgets: dict[str, int], reserve: int):
-    """(keys whose run count was raised, tokens spent today by key before this statement, the clock in
-    epoch seconds, keys whose day count took the `reserve`)."""
-    token_keys = list(budgets)
-    tokens_where = (f"project_id = %s AND kind = '{TOKENS}' AND window_start = {{day}} AND user_key IN "
-                    f"({', '.join(['%s'] * len(token_keys))})")
-    if connection.vendor == "postgresql":
-        return _admit_postgresql(project_id, rates, budgets, tokens_where, reserve)
-    return _admit_sqlite(project_id, rates, budgets, tokens_where, reserve)
-
-
-def _admit_postgresql(project_id, rates, budgets, tokens_where, reserve):
-    # The database's clock cuts the windows, so every process counts in the same one. The SELECT of
-    # the day's counts sees them as they were before this statement's own changes.
-    minute = "date_trunc('minute', now())"
-    day = "(date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')"
-    parts, params, ctes = [], [], []
-    if rates:
-        rows, rate_params = _rate_rows(project_id, rates, minute)
-        ctes.append("up AS (" + _upsert(rows) + ")")
-        params += rate_params + _limits_params(rates)
-        parts.append(f"SELECT '{RUNS}', user_key, 0 FROM up")
-    if budgets and reserve:
-        ctes.append("res AS (" + _upsert(", ".join([f"(%s, %s, '{TOKENS}', {day}, %s)"] * len(budgets))) + ")")
-        for key in budgets:
-            params += [project_id, key, reserve]
-        params += _limits_params(budgets)
-        parts.append("SELECT 'reserved', user_key, 0 FROM res")
-    if budgets:
-        parts.append(f"SELECT '{TOKENS}', user_key, count FROM {TABLE} WHERE " + tokens_where.format(day=day))
-        params += [project_id, *budgets]
-    parts.append("SELECT 'now', '', CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS bigint)")
-    with_clause = ("WITH " + ", ".join(ctes) + " ") if ctes else ""
-    with connection.cursor() as cursor:
-        cursor.execute(with_clause + " UNION ALL ".join(parts), params)
-        answer = cursor.fetchall()
-    counted = {key for kind, key, _ in answer if kind == RUNS}
-    reserved = {key for kind, key, _ in answer if kind == "reserved"}
-    spent = {key: count for kind, key, count in answer if kind == TOKENS}
-    now = next(count for kind, _, count in answer if kind == "now") / 1000
-    return counted, spent, now, reserved
-
-
-def _admit_sqlite(project_id, rates, budgets, tokens_where, reserve):
-    # SQLite runs on one machine: its processes share the clock this reads, and its writes are serial.
-    now = time.time()
-    counted: set[str] = set()
-    reserved: set[str] = set()
-    spent: dict[str, int] = {}
-    with connection.cursor() as cursor:
-        if budgets:
-            cursor.execute(f"SELECT user_key, count FROM {TABLE} WHERE " + tokens_where.format(day="%s"),
-                           [project_id, _window_value(now, DAY), *budgets])
-            spent = dict(cursor.fetchall())
-        if rates:
-            rows = ", ".join(["(%s, %s, %s, %s, 1)"] * len(rates))
-            params: list = []
-            for key in rates:
-                params += [project_id, key, RUNS, _window_value(now, MINUTE)]
-            cursor.execute(_upsert(rows), params + _limits_params(rates))
-            counted = {row[0] for row in cursor.fetchall()}
-        if budgets and reserve:
-            rows = ", ".join(["(%s, %s, %s, %s, %s)"] * len(budgets))
-            params = []
-            for key in budgets:
-                params += [project_id, key, TOKENS, _window_value(now, DAY), reserve]
-            cursor.execute(_upsert(rows), params + _limits_params(budgets))
-            reserved = {row[0] for row in cursor.fetchall()}
-    return counted, spent, now, reserved
+    counters_tokens_add(project.pk, keys, tokens)
 
 
 def requests_admit(*, project, bucket: str, limit: int) -> int | None:
@@ -332,21 +199,7 @@ def requests_admit(*, project, bucket: str, limit: int) -> int | None:
     `limit` get in (the count is raised only while it is under the limit, as for run rates)."""
     if limit <= 0:
         return None
-    if connection.vendor == "postgresql":
-        window, window_params = "date_trunc('minute', now())", []
-        clock = "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS bigint)"
-    else:
-        now = time.time()
-        window, window_params, clock = "%s", [_window_value(now, MINUTE)], str(int(now * 1000))
-    upsert = _upsert(f"(%s, %s, '{REQUESTS}', {window}, 1)")
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute(f"WITH up AS ({upsert}) SELECT (SELECT count(*) FROM up), {clock}",
-                           [project.pk, bucket, *window_params, limit, limit])
-            admitted, millis = cursor.fetchone()
-        else:  # no data-modifying CTE: the upsert's RETURNING alone
-            cursor.execute(upsert, [project.pk, bucket, *window_params, limit, limit])
-            admitted, millis = len(cursor.fetchall()), int(clock)
+    admitted, millis = counters_request_count(project.pk, bucket, limit)
     return None if admitted else _retry_after(millis / 1000, MINUTE)
 
 

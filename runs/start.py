@@ -11,7 +11,7 @@ from clientsdk import wire
 from core.input_guard import request_json
 from core.validation import parse_body
 from projects.auth import Principal, caller_resolve
-from projects.key_lookup import KeyLookup
+from projects.statements import KeyLookup
 from runs import bodies, services
 from runs.attachments import body_has_resources, check_part_counts
 from tools.selectors import ProjectTools

@@ -7,6 +7,7 @@ from django.views import csrf, defaults
 
 from core.error_shapes import error_answer
 from core.problems import Problem
+from core.statements import database_ping
 
 from tambo_project.middleware import django_error_answer
 
@@ -14,9 +15,7 @@ from tambo_project.middleware import django_error_answer
 def healthz(request):
     """For load balancers and the compose healthcheck: 200 when the database answers."""
     try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-            cursor.fetchone()
+        database_ping()
     except Exception:  # noqa: BLE001 - any database failure means unhealthy
         # Every 503 says when to look again (docs/protocol.md#errors), this one too.
         return JsonResponse({"status": "unhealthy", "database": "unreachable"}, status=503,

@@ -1,7 +1,8 @@
 """The import contracts in pyproject.toml hold for the tree, and catch an import running the wrong way.
 
 `bin/test` runs `lint-imports` on the tree before the suite; these tests also show that the contracts
-are not vacuous: a copy of the tree with one import added against the layers fails them, naming it.
+are not vacuous: a copy of the tree with one import added against the layers fails them, naming it, and a
+copy with SQL run outside a `statements.py` fails the contract that keeps hand-written SQL there.
 """
 from __future__ import annotations
 
@@ -62,3 +63,51 @@ def test_an_import_running_the_wrong_way_breaks_a_contract(tmp_path, module, imp
 
     assert done.returncode != 0
     assert f"{module} -> {imported}" in done.stdout
+
+
+# Hand-written SQL of every kind the contract knows (core/contracts.py), as a module outside statements.py would run it.
+SQL_ELSEWHERE = """from django.db import connection
+from django.db.models.expressions import RawSQL
+
+from core.statements import execute
+from projects.models import Project
+
+
+def counts():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM projects_project")
+        return cursor.fetchone()
+
+
+def raw_ones():
+    return (list(Project.objects.raw("SELECT * FROM projects_project")),
+            Project.objects.extra(where=["1 = 1"]), Project.objects.annotate(one=RawSQL("SELECT 1", [])))
+"""
+
+
+def test_the_sql_scan_finds_each_way_to_run_sql():
+    from core.contracts import sql_calls
+
+    assert [what for _, what in sql_calls(SQL_ELSEWHERE)] == [
+        "imports core.statements.execute", "connection.cursor(…)", "cursor.execute(…)",
+        "Project.objects.raw(…)", "Project.objects.extra(…)", "RawSQL(…)"]
+    # Methods of other names, and an `execute` that is not imported from a statements module, are not SQL.
+    assert sql_calls("from runs import toolbox\nasync def f(t):\n    await t.run(1)\n    t._execute(2)\n"
+                     "    execute(3)\n") == []
+
+
+def test_sql_outside_a_statements_module_breaks_a_contract(tmp_path):
+    tree = copy_tree(tmp_path)
+    (tree / "projects" / "sql_elsewhere.py").write_text(SQL_ELSEWHERE)
+    # The same code in a statements module is where it belongs.
+    statements = tree / "projects" / "statements.py"
+    statements.write_text(statements.read_text() + "\n\n" + SQL_ELSEWHERE)
+
+    done = lint_imports(tree)
+
+    assert done.returncode != 0
+    assert "Hand-written SQL run outside a statements module:" in done.stdout, done.stdout
+    for line, what in [(4, "imports core.statements.execute"), (9, "connection.cursor(…)"), (10, "cursor.execute(…)"),
+                       (15, "Project.objects.raw(…)"), (16, "Project.objects.extra(…)"), (16, "RawSQL(…)")]:
+        assert f"projects.sql_elsewhere:{line} {what}" in done.stdout, done.stdout
+    assert "projects.statements:" not in done.stdout

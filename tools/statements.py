@@ -1,5 +1,5 @@
 """The project's server tools as columns of a statement that reads the project row: no statement of
-their own on the run path (runs/start.py reads them with the API key, projects/key_lookup.py), and
+their own on the run path (runs/start.py reads them with the API key, projects/statements.py), and
 none to compile (core/statements.py); read back with `tools_of_values` (tools/selectors.py
 `project_tools`).
 """

@@ -30,11 +30,11 @@ from django.db import connection, transaction
 from django.db.models import Case, Count, Max, Q, Value, When
 from django.utils import timezone
 
-from projects.secrets import STORED_PREFIX
 from runs.lock import FINAL_RUN_STATUSES, OWNED
 from runs.models import Run, RunEvent
-from runs.stream.event_log import CHANNEL, NOTIFY_LIMIT
+from runs.recovery.statements import expired_leases_free
 from runs.stream.sse import encode_event
+from runs.stream.statements import NOTIFY_LIMIT, channel_notify
 from threads import services as thread_services
 from threads.models import LEASE_EXPIRED_CODE, LEASE_EXPIRED_ERROR, Message, RunStatus, Thread
 from threads.sealing import is_sealed, open_text
@@ -102,8 +102,7 @@ def event_log_dead_runs(*, run_ids: list[str]) -> None:
     RunEvent.objects.bulk_create(rows, ignore_conflicts=True)
     if rows and connection.vendor == "postgresql":
         ids = ",".join(row.run_id for row in rows)
-        with connection.cursor() as cursor:  # delivered when the caller's transaction commits
-            cursor.execute("SELECT pg_notify(%s, %s)", [CHANNEL, ids if len(ids) <= NOTIFY_LIMIT else "*"])
+        channel_notify(ids if len(ids) <= NOTIFY_LIMIT else "*")  # delivered when the caller's transaction commits
 
 
 def dead_run_record(thread: Thread) -> None:
@@ -158,62 +157,11 @@ def _expired(now):
 
 
 def _sweep_postgresql() -> int:
-    thread_t, run_t, message_t = Thread._meta.db_table, Run._meta.db_table, Message._meta.db_table
-    event_t = RunEvent._meta.db_table
-    sql = f"""
-        WITH dead AS (
-            SELECT id, current_run_id FROM {thread_t}
-            WHERE run_status <> %(idle)s AND lease_expires_at < %(now)s
-              AND (lease_expires_at < %(unclaimed)s OR current_run_id NOT IN (
-                  SELECT id FROM {run_t} WHERE resume IS NOT NULL AND takeover_count < %(takeover_limit)s
-                  AND NOT cancel_requested))
-            ORDER BY lease_expires_at LIMIT %(batch)s FOR UPDATE SKIP LOCKED
-        ), freed AS (
-            UPDATE {thread_t} AS t SET run_status = %(idle)s, current_run_id = NULL, lease_expires_at = NULL,
-                status_message = NULL, last_run_cancelled = NULL, last_run_error = %(error)s::jsonb,
-                updated_at = %(now)s
-            FROM dead WHERE t.id = dead.id
-            RETURNING t.id AS thread_id, dead.current_run_id AS run_id
-        ), failed AS (
-            UPDATE {run_t} AS r SET status = 'failed', error_code = %(code)s, error_message = %(message)s,
-                finished_at = %(now)s
-            FROM freed WHERE r.id = freed.run_id AND r.status <> ALL(%(final)s)
-            RETURNING r.id, r.thread_id, r.partial_message_id, r.partial_text
-        ), saved AS (
-            INSERT INTO {message_t} (id, thread_id, run_id, role, content, is_cancelled, component_state,
-                                     created_at)
-            SELECT f.partial_message_id, f.thread_id, f.id, 'assistant',
-                   jsonb_build_array(jsonb_build_object('type', 'text', 'text', f.partial_text)), true,
-                   '{{}}'::jsonb, %(now)s
-            FROM failed AS f
-            WHERE f.partial_message_id IS NOT NULL AND f.partial_text <> ''
-              AND f.partial_text NOT LIKE %(sealed)s
-              AND NOT EXISTS (SELECT 1 FROM {message_t} AS m WHERE m.id = f.partial_message_id)
-            RETURNING id
-        ), logged AS (
-            INSERT INTO {event_t} (run_id, seq, data, final, created_at)
-            SELECT f.id, COALESCE(max(e.seq), 0) + 1, %(dead_event)s, true, %(now)s
-            FROM failed AS f LEFT JOIN {event_t} AS e ON e.run_id = f.id
-            GROUP BY f.id HAVING NOT COALESCE(bool_or(e.final), false)
-            ON CONFLICT DO NOTHING
-            RETURNING run_id
-        ), woken AS (
-            SELECT pg_notify(%(channel)s, CASE WHEN length(ids) > %(notify_limit)s THEN '*' ELSE ids END)
-            FROM (SELECT string_agg(run_id, ',') AS ids FROM logged) AS l WHERE ids IS NOT NULL
-        )
-        SELECT (SELECT count(*) FROM freed), (SELECT count(*) FROM saved), (SELECT count(*) FROM woken),
-               (SELECT array_agg(f.id) FROM failed AS f WHERE f.partial_message_id IS NOT NULL
-                AND f.partial_text LIKE %(sealed)s)
-    """
-    params = {"idle": RunStatus.IDLE.value, "now": timezone.now(), "batch": SWEEP_BATCH,
-              "error": json.dumps(LEASE_EXPIRED_ERROR), "code": LEASE_EXPIRED_CODE, "message": DEAD_RUN_MESSAGE,
-              "final": list(_FINAL), "dead_event": dead_run_event(), "channel": CHANNEL,
-              "notify_limit": NOTIFY_LIMIT, "unclaimed": unclaimed_since(timezone.now()),
-              "takeover_limit": settings.RUN_TAKEOVER_LIMIT, "sealed": STORED_PREFIX + "%"}
     with transaction.atomic(savepoint=False):
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            freed, _saved, _woken, sealed = cursor.fetchone()
+        freed, sealed = expired_leases_free(
+            now=timezone.now(), batch=SWEEP_BATCH, error=json.dumps(LEASE_EXPIRED_ERROR), code=LEASE_EXPIRED_CODE,
+            message=DEAD_RUN_MESSAGE, final=list(_FINAL), dead_event=dead_run_event(),
+            unclaimed=unclaimed_since(timezone.now()), takeover_limit=settings.RUN_TAKEOVER_LIMIT)
         if sealed:  # encrypted checkpoints (threads/sealing.py): SQL cannot build their message
             _partials_store(list(Run.objects.filter(id__in=sealed)))
     return freed

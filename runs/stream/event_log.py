@@ -5,7 +5,8 @@ Written in batches, never per event: the new events of all the runs a process st
 statement (runs/stream/feeds.py Flusher); on PostgreSQL (`EventLogConnection.write`) the same statement notifies
 `CHANNEL` with the ids of those runs, so other processes' readers wake (runs/stream/follow.py) and read the
 new rows of all the runs they follow with one `EventLogConnection.poll`. `event_log_cleanup`, run by the watcher, removes
-the rows of runs that ended more than RUN_REPLAY_SECONDS ago.
+the rows of runs that ended more than RUN_REPLAY_SECONDS ago. The statements themselves are
+runs/stream/statements.py's.
 """
 from __future__ import annotations
 
@@ -14,17 +15,14 @@ from datetime import datetime, timedelta
 
 import psycopg
 from django.conf import settings
-from django.db import connections
 from django.db.models import Q
 from django.utils import timezone
 from psycopg.conninfo import make_conninfo
 
-from core.statements import prepare, quote
-from runs.models import THIS_PROCESS, Run, RunEvent
+from runs.models import Run, RunEvent
+from runs.stream import statements
 from threads.sealing import open_text
 
-CHANNEL = "tambo_run_events"
-NOTIFY_LIMIT = 7000  # bytes of run ids in one notification (PostgreSQL's limit is 8000); beyond, "*"
 # A run row that ended this long ago with no final event logged will never get one (its process
 # died before writing it, or it ran before the log existed): its readers end.
 ORPHAN_SECONDS = 10.0
@@ -33,20 +31,13 @@ STALE_ROWS = timedelta(days=1)
 _ENDED = (Run.Status.AWAITING_INPUT, Run.Status.COMPLETED, Run.Status.CANCELLED, Run.Status.FAILED)
 
 
-_INSERT = (f"INSERT INTO {quote(RunEvent._meta.db_table)} (run_id, seq, data, final, created_at) "
-           "VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING")
-
-
 def event_log_write(rows: list[tuple[str, int, str, bool]]) -> None:
     """Stores (run id, seq, JSON, final) rows in one executemany, through db_call: SQLite's way (one
     process, nobody to notify). PostgreSQL's is `EventLogConnection.write`.
 
     A statement written once, not `bulk_create`: building a model instance per event cost the
     stream about 8 µs per delta. ON CONFLICT: a batch written again after a lost answer is harmless."""
-    connection = connections["default"]
-    now = prepare(RunEvent._meta.get_field("created_at"), timezone.now(), connection)
-    with connection.cursor() as cursor:
-        cursor.executemany(_INSERT, [(r, s, d, f, now) for r, s, d, f in rows])
+    statements.events_insert(rows)
 
 
 def event_log_read(*, run_id: str, after: int, upto: int | None = None, limit: int) -> list[tuple[int, str, bool]]:
@@ -90,32 +81,13 @@ class EventLogConnection:
         in one statement. Rows of a run another process took over are not stored (the lease's fence:
         docs/operations.md#takeover)."""
         run_ids = ",".join(dict.fromkeys([*(r for r, _, _, _ in rows), *also]))
-        # ON CONFLICT: a write that committed but whose answer was lost is tried again harmlessly.
-        await self._execute(
-            f"""WITH written AS (
-                    INSERT INTO {RunEvent._meta.db_table} (run_id, seq, data, final, created_at)
-                    SELECT t.run_id, seq, data, final, %s
-                    FROM unnest(%s::varchar[], %s::int[], %s::text[], %s::bool[]) AS t(run_id, seq, data, final)
-                    WHERE EXISTS (SELECT 1 FROM {Run._meta.db_table} r WHERE r.id = t.run_id
-                                  AND (r.owner IS NULL OR r.owner = %s))
-                    ON CONFLICT DO NOTHING RETURNING 1)
-                SELECT pg_notify(%s, %s) WHERE EXISTS (SELECT 1 FROM written)""",
-            [timezone.now(), [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows],
-             THIS_PROCESS, CHANNEL, run_ids if len(run_ids) <= NOTIFY_LIMIT else "*"])
+        await self._run(statements.events_write_notify, rows, run_ids)
 
     async def poll(self, cursors: dict[str, int]) -> tuple[dict[str, list[tuple[int, str, bool]]], set[str]]:
         """For runs followed from another process ({run id: last id held}), in one query: their new
         events, and the runs that will log no more (gone, or ended ORPHAN_SECONDS ago without a
         final event)."""
-        ids = list(cursors)
-        result = await self._execute(
-            f"""SELECT c.run_id, e.seq, e.data, e.final, r.status, r.finished_at
-                FROM unnest(%s::varchar[], %s::int[]) AS c(run_id, after)
-                LEFT JOIN {Run._meta.db_table} r ON r.id = c.run_id
-                LEFT JOIN {RunEvent._meta.db_table} e ON e.run_id = c.run_id AND e.seq > c.after
-                ORDER BY c.run_id, e.seq""",
-            [ids, [cursors[i] for i in ids]])
-        return _poll_result(result)
+        return _poll_result(await self._run(statements.events_after, cursors))
 
     async def close(self) -> None:
         """Closes the connection if this event loop opened it (its tasks are being cancelled: the
@@ -124,14 +96,14 @@ class EventLogConnection:
             conn, self._conn = self._conn, None
             await conn.close()
 
-    async def _execute(self, sql: str, params: list) -> list[tuple]:
+    async def _run(self, statement, *args):
+        """`await statement(connection, *args)` (runs/stream/statements.py) on this process's connection."""
         loop = asyncio.get_running_loop()
         if self._conn is None or self._conn.closed or self._loop is not loop:
             self._conn = await psycopg.AsyncConnection.connect(_conninfo(), autocommit=True, prepare_threshold=None)
             self._loop = loop
         try:
-            cursor = await self._conn.execute(sql, params)
-            return await cursor.fetchall() if cursor.description else []
+            return await statement(self._conn, *args)
         except Exception:
             conn, self._conn = self._conn, None
             try:

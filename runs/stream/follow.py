@@ -22,8 +22,9 @@ from django.conf import settings
 from django.db import connection
 
 from core.db import db_call, log_db_failure
-from runs.stream.event_log import CHANNEL, event_log_connection, event_log_read
+from runs.stream.event_log import event_log_connection, event_log_read
 from runs.stream.feeds import KEEP_ALIVE, Feed, changed_within, flusher, frame, read
+from runs.stream.statements import channel_listen
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +114,7 @@ class Follower:
             try:
                 async with await psycopg.AsyncConnection.connect(settings.DATABASE_LISTEN_URL,
                                                                  autocommit=True) as conn:
-                    await conn.execute(f"LISTEN {CHANNEL}")
+                    await channel_listen(conn)
                     self.wake()  # rows written before the LISTEN took effect
                     self._tell(["*"])
                     async for note in conn.notifies():

@@ -30,8 +30,8 @@ from django.db.models import Q
 
 from core.db import db_call, log_db_failure
 from runs.models import Run
-from runs.stream.event_log import CHANNEL
 from runs.stream.follow import follower
+from runs.stream.statements import channel_notify
 from threads.models import Message, Thread
 
 log = logging.getLogger(__name__)
@@ -174,6 +174,5 @@ def thread_changed_notify(thread_id: str) -> None:
     this process's streams after the commit."""
     connection = connections["default"]
     if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_notify(%s, %s)", [CHANNEL, thread_id])
+        channel_notify(thread_id)
     transaction.on_commit(lambda: thread_watch.heard_threadsafe([thread_id]))

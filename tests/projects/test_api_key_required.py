@@ -71,7 +71,7 @@ def test_a_valid_key_is_accepted_and_its_use_recorded(api, api_key):
 @pytest.mark.parametrize("path", ["/v1/threads/runs", "/v1/threads/{thread}/runs", "/v1/threads?userKey=alice"])
 def test_a_key_revoked_after_use_is_refused_at_its_next_request(live_server_url, thread, api_key, path):
     # The same server process has just accepted the key (the run path reads it with the project's
-    # tools, projects/key_lookup.py): nothing it remembers may outlive the revoke.
+    # tools, projects/statements.py): nothing it remembers may outlive the revoke.
     runs = f"/v1/threads/{thread[0].id}/runs"
     first = requests.post(live_server_url + runs, json=RUN_BODY, headers={"x-api-key": api_key}, timeout=30)
     assert first.status_code == 200 and b"RUN_FINISHED" in first.content
