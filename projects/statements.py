@@ -67,16 +67,22 @@ RUNS, TOKENS, REQUESTS = "runs", "tokens", "requests"
 MINUTE, DAY = 60, 86400
 
 
-def counters_tokens_add(project_id: str, keys: list[str], tokens: int) -> None:
-    """Adds `tokens` (negative: gives them back) to today's token counts of `keys`, in one statement."""
+def _today_token_rows(project_id: str, keys, tokens: int) -> tuple[str, list]:
+    """VALUES rows adding `tokens` to today's token count of each of `keys`, and their parameters (the
+    day cut by the database's clock on PostgreSQL, as the admission cuts it)."""
     if connection.vendor == "postgresql":
         day, day_params = "(date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')", []
     else:
         day, day_params = "%s", [_window_value(time.time(), DAY)]
     params: list = []
     for key in keys:
-        params += [project_id, key, TOKENS, *day_params, tokens]
-    rows = ", ".join([f"(%s, %s, %s, {day}, %s)"] * len(keys))
+        params += [project_id, key, *day_params, tokens]
+    return ", ".join([f"(%s, %s, '{TOKENS}', {day}, %s)"] * len(keys)), params
+
+
+def counters_tokens_add(project_id: str, keys: list[str], tokens: int) -> None:
+    """Adds `tokens` (negative: gives them back) to today's token counts of `keys`, in one statement."""
+    rows, params = _today_token_rows(project_id, keys, tokens)
     with connection.cursor() as cursor:
         cursor.execute(f"INSERT INTO {TABLE} AS c (project_id, user_key, kind, window_start, count) VALUES {rows} "
                        "ON CONFLICT (project_id, user_key, kind, window_start) "
@@ -87,14 +93,7 @@ def counters_tokens_reserve(project_id: str, room: dict[str, int], tokens: int) 
     """Adds `tokens` (negative: gives them back) to today's token counts of `room`'s keys, each only
     while its count is under its value (the conditional upsert of the admission), in one statement;
     answers the keys it changed."""
-    if connection.vendor == "postgresql":
-        day, day_params = "(date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')", []
-    else:
-        day, day_params = "%s", [_window_value(time.time(), DAY)]
-    params: list = []
-    for key in room:
-        params += [project_id, key, *day_params, tokens]
-    rows = ", ".join([f"(%s, %s, '{TOKENS}', {day}, %s)"] * len(room))
+    rows, params = _today_token_rows(project_id, room, tokens)
     with connection.cursor() as cursor:
         cursor.execute(_upsert(rows), params + _limits_params(room))
         return {row[0] for row in cursor.fetchall()}
