@@ -165,11 +165,21 @@ def pytest_runtest_protocol(item, nextitem):
     import time
     from pathlib import Path
 
-    started = time.time()
+    started, cpu = time.time(), _cpu_seconds()
     yield
     database = "pg" if os.environ.get("DATABASE_URL") else "sqlite"
     worker = f"{database}-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
     folder = Path(__file__).resolve().parent.parent / "test-artifacts"
     folder.mkdir(exist_ok=True)
     with open(folder / f"timeline-{worker}.tsv", "a") as out:
-        out.write(f"{started:.2f}\t{time.time() - started:.2f}\t{item.nodeid}\n")
+        # CPU: this worker's own, and its children's as they are reaped (a server a fixture stops);
+        # wall minus CPU is what the test waited for (sleeps, a server starting, another process).
+        own, children = (now - then for now, then in zip(_cpu_seconds(), cpu))
+        out.write(f"{started:.2f}\t{time.time() - started:.2f}\t{item.nodeid}\t{own:.2f}\t{children:.2f}\n")
+
+
+def _cpu_seconds() -> tuple[float, float]:
+    import resource
+
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
