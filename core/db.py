@@ -16,6 +16,8 @@ failure marks the database down (core/db_health.py): until it answers again ever
 `DatabaseUnavailable` at once, also the calls already queued for a thread, instead of each waiting
 for the pool.
 Nothing here is held while a run waits on the model: a call takes a thread only while it runs.
+The renewal of the runs' leases does not queue here behind request work: it has a thread and a
+connection of its own (`connection_own`; runs/renewal.py).
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, TypeVar
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, connections
+from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections
 
 from core import db_health
 from core.problems import DatabaseUnavailable, is_database_unavailable
@@ -102,6 +104,19 @@ def release_connections() -> None:
             conn.close()
         else:
             conn.errors_occurred = False
+
+
+def connection_own() -> None:
+    """Gives the calling thread a connection of its own to the default database, outside the pool:
+    for a lane that must never wait for a pooled connection (runs/renewal.py). Only PostgreSQL with
+    the pool on needs it; elsewhere a thread's connection is its own already. Opened on first use
+    and kept: the thread closes it (`connections.close_all()`) after a failure and when it ends."""
+    options = connections.settings[DEFAULT_DB_ALIAS].get("OPTIONS", {})
+    if not options.get("pool"):
+        return
+    own = connections.create_connection(DEFAULT_DB_ALIAS)
+    own.settings_dict = {**own.settings_dict, "OPTIONS": {k: v for k, v in options.items() if k != "pool"}}
+    connections[DEFAULT_DB_ALIAS] = own
 
 
 def log_db_failure(what: str, exc: Exception) -> None:

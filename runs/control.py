@@ -7,15 +7,19 @@ than at its next chunk.
 
 The watcher is one task per process, started with the process (its runtime: tambo_project/runtime.py;
 where no runtime runs on the loop, by the first API request or run: core/runtime.py). Every
-RUN_WATCH_INTERVAL seconds it renews the leases of all runs this process streams with one UPDATE,
-looks for cancels requested through the database with one SELECT, checkpoints the in-progress text
-of the runs whose text changed (at most once a second per run) with one UPDATE, and records the
+RUN_WATCH_INTERVAL seconds it looks for cancels requested through the database with one SELECT,
+checkpoints the in-progress text of the runs whose text changed (at most once a second per run) with one UPDATE, and records the
 threads whose lease expired anywhere with one statement (docs/protocol.md#design-for-scale and #after-a-crash: batched, never
 one query per run), and now and then removes the event-log rows of runs whose replay window closed
 (runs/stream/event_log.py). It also starts the task that writes the runs' events to the event log on its
 own, faster pace (runs/stream/feeds.py), and asks for a poll of the runs followed from other processes
 (runs/stream/follow.py) in case a notification was lost. A tick that fails (the database is away) is
 logged and the next one tries again.
+
+The leases of the runs this process streams are renewed beside it, with one UPDATE every
+RUN_WATCH_INTERVAL on a thread and a connection of their own that the watcher starts and stops with
+its task (runs/renewal.py): on the shared database threads they waited behind every request's work,
+and a process saturated by run starts lost its runs to the others.
 """
 from __future__ import annotations
 
@@ -31,10 +35,11 @@ from django.db import close_old_connections, connections
 from core.db import db_call, log_db_failure
 from core.runtime import process_runtime
 from projects.limits import counters_prune
-from runs.lock import lock_held_by, lock_renew
+from runs.lock import lock_held_by
 from runs.models import Run
 from runs.recovery.leases import checkpoint_write, expired_lease_sweep
 from runs.recovery.takeover import runs_hand_over, takeover_claim, takeover_start
+from runs.renewal import RenewalLane
 from runs.starting import starting_done, starting_runs
 from runs.stream.event_log import event_log_cleanup
 from runs.stream.feeds import flusher
@@ -197,6 +202,7 @@ class Watcher:
         # Runs claimed whose takeover is starting: their leases are renewed as the streaming runs' are.
         self.claiming: dict[str, asyncio.Task] = {}
         self._task: asyncio.Task | None = None
+        self._lane: RenewalLane | None = None  # the leases' renewal (runs/renewal.py), on the task's loop
         self._cleaned_at = 0.0
 
     def register(self, control: RunControl) -> None:
@@ -221,7 +227,19 @@ class Watcher:
             # A fresh context: the watcher serves the whole process and must not inherit the context
             # (and with it the sync thread) of the request that happened to start it.
             self._task = loop.create_task(self._loop(), context=contextvars.Context())
+        self._lane_ensure(loop)
         flusher.ensure_started()
+
+    def _lane_ensure(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Starts the renewal lane for `loop` unless it runs: a lane whose loop closed ended by itself."""
+        if self._lane is None or not self._lane.alive() or self._lane.loop is not loop:
+            self._lane = RenewalLane(loop, self.held_runs)
+
+    def held_runs(self) -> list[str]:
+        """The runs whose leases this process renews, as far as the loop knows: those it streams and
+        has not settled, and those it claimed and is taking over. On the loop."""
+        run_ids = [rid for rid, control in self.controls.items() if not control.settled]
+        return run_ids + [rid for rid in self.claiming if rid not in self.controls]
 
     def unregister(self, control: RunControl) -> None:
         # Only this control: the same run taken over again by this process has a control of its own.
@@ -260,7 +278,7 @@ class Watcher:
         A run another process may go on with is handed over (docs/operations.md#takeover): once it
         stopped and its events are in the log, its lease is given up (`_hand_over`), and this process
         takes no run over from then on. Any other run ends with a retryable RUN_ERROR (runs/loop.py).
-        The watcher keeps renewing their leases meanwhile."""
+        The watcher's lane keeps renewing their leases meanwhile."""
         self.draining = True
         told = [control for control in list(self.controls.values())
                 if control.cancel(HANDOVER_REASON if control.can_hand_over else SHUTDOWN_REASON)]
@@ -297,25 +315,30 @@ class Watcher:
         return settings.RUN_TAKEOVERS_PER_PROCESS - len(self.claiming)
 
     async def stop(self) -> None:
-        """Stops the watcher task (at the process's shutdown, once the runs have ended)."""
+        """Stops the watcher task, then the renewal lane (at the process's shutdown, once the runs
+        have ended or been handed over)."""
         task, self._task = self._task, None
         if task is not None and not task.done():
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
+        lane, self._lane = self._lane, None
+        if lane is not None:
+            await lane.stop()
 
     async def _loop(self) -> None:
         while True:
             await asyncio.sleep(settings.RUN_WATCH_INTERVAL)
+            self._lane_ensure(asyncio.get_running_loop())  # a lane that died starts again
             try:
                 await self.tick()
             except Exception as exc:  # noqa: BLE001 - a failed tick must not kill the watcher
                 log_db_failure("Run watcher tick failed", exc)
 
     async def tick(self) -> None:
-        """One round: renew, poll for cancels, checkpoint, sweep expired leases (one statement each)."""
+        """One round: poll for cancels, checkpoint, take runs over, sweep expired leases (one statement
+        each); the leases are renewed on their own lane (runs/renewal.py)."""
         now = time.monotonic()
-        run_ids = [rid for rid, control in self.controls.items() if not control.settled]
-        run_ids += [rid for rid in self.claiming if rid not in self.controls]
+        run_ids = self.held_runs()
         # Runs whose start took the lock and whose stream has not registered yet (runs/starting.py).
         run_ids += [rid for rid in starting_runs(max_age=settings.RUN_LEASE_SECONDS) if rid not in self.controls]
         checkpoints = {}
@@ -345,9 +368,8 @@ class Watcher:
             self.cancel_local(run_id, "cancelled")
 
 
-def _renew_and_poll(run_ids: list[str]) -> list[str]:
+def _cancels_poll(run_ids: list[str]) -> list[str]:
     try:
-        lock_renew(run_ids=run_ids)
         return list(Run.objects.filter(id__in=run_ids, cancel_requested=True).values_list("id", flat=True))
     except Exception:
         # A connection that a database outage broke would fail every later call on this thread.
@@ -365,7 +387,7 @@ def _tick_in_db(run_ids: list[str], checkpoints: dict[str, tuple[str, str]],
     connection that an outage broke is never reused (with a connection pool that is a return to it).
     """
     try:
-        flagged = _renew_and_poll(run_ids) if run_ids else []
+        flagged = _cancels_poll(run_ids) if run_ids else []
         # Each part stands alone: a checkpoint that fails must not stop the sweep, nor lose the cancels.
         written = True
         try:

@@ -8,7 +8,8 @@ and reads top to bottom (`with lock_held(...) as thread:`, then `lock_release`),
 lock operation is one statement (the row read with its lock, its one UPDATE, the conditional
 release). No transaction is ever held while a model or tool runs.
 
-The lock carries an expiry that the streaming process renews (`lock_renew`, batched per process).
+The lock carries an expiry that the streaming process renews (`lock_renew`, batched per process, on
+a thread and a connection of its own: runs/renewal.py).
 A holder that died stops renewing; the next taker then takes the lock over and records the dead
 run as failed, so a thread is never locked forever. What recording it means (the run's row, its
 checkpointed text, its event log) is crash recovery's (runs/recovery/leases.py), which registers it

@@ -6,9 +6,10 @@ nothing renews the lease. A start that stalls there for a third of RUN_LEASE_SEC
 return from the worker pool) made the lease look stale, and a watcher (another process's, or this one's)
 took the run over while its starter went on with it too: two calls to the model for one run
 (tests/runs/test_takeover_start.py). So the lock notes every run it gives a lease to here, and the
-watcher renews these leases with its own until the run registers (or a lease's time passed: a start
-that never registered, because its transaction rolled back or its stream failed before it began, whose
-lease then simply runs out). Written from worker threads, read on the loop: a plain lock guards it.
+watcher's renewal (runs/renewal.py) renews these leases with its own until the run registers (or a
+lease's time passed: a start that never registered, because its transaction rolled back or its stream
+failed before it began, whose lease then simply runs out). Written from worker threads, read on the
+loop and by the renewal's thread: a plain lock guards it.
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ starts them at `lifespan.startup` and stops them at `lifespan.shutdown`, once ev
 | MCP sessions | the MCP SDK imported in the background | the kept sessions (a stdio server's process exits) |
 | memory extractions | on demand, after a run (memory/extraction.py) | a few seconds to end, then cancelled |
 | retention job | every RETENTION_INTERVAL_SECONDS (retention/jobs.py) | cancelled |
-| run watcher | leases, cancels, checkpoints, sweeps, takeovers (runs/control.py) | cancelled |
+| run watcher | leases (on a thread of their own: runs/renewal.py), cancels, checkpoints, sweeps, takeovers (runs/control.py) | cancelled, then the renewal |
 | event-log writer | the runs' events written to the log (runs/stream/feeds.py) | after a last write |
 | followers | on demand, by a reader of a run streamed elsewhere (runs/stream/follow.py) | the LISTEN connection |
 | live thread streams | on demand (runs/stream/thread_watch.py) | a refresh under way |
@@ -17,8 +17,8 @@ starts them at `lifespan.startup` and stops them at `lifespan.shutdown`, once ev
 
 So a process that stops first hands over or ends every run it streams (docs/operations.md#takeover)
 and waits for the hand-overs, then stops reading runs streamed elsewhere, writes the last events to
-the log, and only then stops the watcher, which renews the leases of the runs until their events are
-written; the model clients and MCP sessions close after everything that used them, the memory
+the log, and only then stops the watcher and its lease renewal, which renews the leases of the runs
+until their events are written; the model clients and MCP sessions close after everything that used them, the memory
 extractions among them. Then the caches registered with the runtime are emptied.
 
 Not parts: a run's end retried after a database failure (runs/recovery/settle.py) ends with the

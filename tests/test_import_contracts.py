@@ -51,6 +51,7 @@ def test_the_tree_keeps_its_import_contracts(tmp_path):
     ("runs.recovery.settle", "runs.agui.protocol"),  # recovery depending on the AG-UI adapter
     ("runs.begin", "runs.services"),  # the one run start depending on one of its entrances
     ("runs.lock", "runs.recovery.settle"),  # taking a lock importing crash recovery
+    ("runs.renewal", "runs.recovery.leases"),  # the lease renewal's lane taking on the watcher's other work
     ("runs.control", "retention.policy"),  # the run lifecycle reaching up into the retention job
     ("tambo_project.middleware", "gateway.errors"),  # the configuration layer choosing an app's error shape
 ])

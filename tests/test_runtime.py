@@ -150,6 +150,7 @@ def test_the_server_runtime_runs_the_watcher_and_the_writer_and_forgets_the_mode
         await runtime.start()
         seen["running"] = process_runtime.running()
         seen["watcher"], seen["writer"] = watcher._task, flusher._task
+        seen["lane"] = watcher._lane  # the leases' renewal (runs/renewal.py), started with the watcher
         providers.get_provider()  # a model client made while it runs
         control = RunControl("run_in_runtime")
         control.settle("completed")
@@ -164,6 +165,7 @@ def test_the_server_runtime_runs_the_watcher_and_the_writer_and_forgets_the_mode
     assert seen["watcher"] is not None and seen["writer"] is not None and seen["same watcher"]
     assert seen["watcher"].cancelled() and seen["writer"].cancelled()
     assert watcher._task is None and flusher._task is None
+    assert watcher._lane is None and seen["lane"] is not None and not seen["lane"]._thread.is_alive()
     assert providers._made == []  # closed, then forgotten: a runtime started again makes new clients
 
 

@@ -6,7 +6,7 @@ import pytest
 from django.db import DatabaseError, connection
 
 from projects.models import Project
-from runs.control import _renew_and_poll
+from runs.control import _cancels_poll
 from runs.lock import lock_held, lock_request_cancel
 from runs.models import Run
 from threads import services
@@ -24,6 +24,6 @@ def test_the_watcher_sees_cancels_again_once_the_database_is_back():
     connection.ensure_connection()
     connection.connection.close()
     with pytest.raises(DatabaseError):
-        _renew_and_poll(["run_w"])
+        _cancels_poll(["run_w"])
 
-    assert _renew_and_poll(["run_w"]) == ["run_w"]
+    assert _cancels_poll(["run_w"]) == ["run_w"]

@@ -17,11 +17,11 @@ def test_the_watcher_starts_again_on_a_new_event_loop_when_the_old_loop_closed_u
     watcher = Watcher()
     polled: list[list[str]] = []
 
-    def renew_and_poll(run_ids: list[str]) -> list[str]:
+    def cancels_poll(run_ids: list[str]) -> list[str]:
         polled.append(list(run_ids))
         return list(run_ids)  # every run it holds was flagged for cancel elsewhere
 
-    monkeypatch.setattr("runs.control._renew_and_poll", renew_and_poll)
+    monkeypatch.setattr("runs.control._cancels_poll", cancels_poll)
 
     # A loop that closes without cancelling its tasks leaves the watcher's task pending forever.
     old_loop = asyncio.new_event_loop()
