@@ -28,6 +28,7 @@ import contextlib
 import json
 import math
 import os
+import random
 import resource
 import signal
 import statistics
@@ -61,6 +62,8 @@ class Stream:
     started_after: float | None = None
     end: str = ""  # RUN_FINISHED, or RUN_ERROR:<code>; "" while open or when cut
     error: str = ""
+    cut: bool = False  # its connection broke before the run's end at least once
+    reconnects: int = 0  # resumes it opened in all
 
     def take(self, frame: bytes) -> None:
         data = None
@@ -101,6 +104,35 @@ async def read(client: httpx.AsyncClient, stream: Stream, method: str, url: str,
                     return stream
     except (httpx.HTTPError, OSError) as exc:
         stream.error = f"{type(exc).__name__}: {exc}"[:200]
+    return stream
+
+
+# As the page's client reconnects (static/tambo/resume.js `followRun`, `reconnectDelay`): up to
+# MAX_RECONNECTS attempts in a row, each after a growing, capped delay with jitter, so that the
+# thousands of clients one dead host cut do not all come back in the same millisecond.
+MAX_RECONNECTS = 5
+
+
+def reconnect_delay(attempt: int) -> float:
+    return min(0.5 * 2 ** attempt, 8.0) * (1 - 0.25 * random.random())
+
+
+async def follow(client: httpx.AsyncClient, stream: Stream, lb: str, key: str, **start) -> Stream:
+    """Starts a run through the load balancer and reads it to its end, resuming it from its last
+    event when the connection breaks (a host killed under it), the way the page's client does."""
+    await read(client, stream, "POST", f"{lb}/v1/threads/runs", **start)
+    attempt = 0
+    while stream.run_id and not stream.end and attempt < MAX_RECONNECTS:
+        if stream.status and stream.status != 200 and stream.status < 500:
+            break  # an answer that retrying will not change (404: the run is not known)
+        stream.cut = True
+        await asyncio.sleep(reconnect_delay(attempt))
+        words, attempt = len(stream.words), attempt + 1
+        stream.error, stream.status, stream.reconnects = "", 0, stream.reconnects + 1
+        await read(client, stream, "GET", f"{lb}/v1/threads/{stream.thread_id}/runs/{stream.run_id}/events",
+                   headers={"x-api-key": key, "Last-Event-ID": stream.last_id}, params={"userKey": stream.user})
+        if len(stream.words) > words:
+            attempt = 0  # it got somewhere: the next break starts the delays again, as the client does
     return stream
 
 
@@ -270,8 +302,8 @@ async def load(args: argparse.Namespace, apps: list[App], lb: str, pg: PostgresH
         tasks = []
         ramp_began = time.monotonic()
         for i, stream in enumerate(streams):
-            tasks.append(asyncio.create_task(read(shards[i % len(shards)], stream, "POST", f"{lb}/v1/threads/runs",
-                                                  json=_body(stream.user, text), headers={"x-api-key": keys["main"]})))
+            tasks.append(asyncio.create_task(follow(shards[i % len(shards)], stream, lb, keys["main"],
+                                                    json=_body(stream.user, text), headers={"x-api-key": keys["main"]})))
             pause = ramp_began + (i + 1) / args.rate - time.monotonic()
             if pause > 0:
                 await asyncio.sleep(pause)
@@ -308,21 +340,16 @@ async def load(args: argparse.Namespace, apps: list[App], lb: str, pg: PostgresH
             figures["killed_at_open"] = sum(1 for s in streams if s.run_id and not s.end and not s.error)
         await asyncio.gather(*tasks)
 
-        # The streams the kill cut: each resumed through the load balancer, from its last event.
-        cut = [s for s in streams if s.run_id and not s.end]
-        cut_ids = {id(s) for s in cut}
-        shard_of = {id(s): shards[i % len(shards)] for i, s in enumerate(streams)}
-
-        async def resume(stream: Stream) -> None:
-            stream.error = ""
-            await read(shard_of[id(stream)], stream, "GET", f"{lb}/v1/threads/{stream.thread_id}/runs/{stream.run_id}/events",
-                       headers={"x-api-key": keys["main"], "Last-Event-ID": stream.last_id},
-                       params={"userKey": stream.user})
-        await asyncio.gather(*(resume(s) for s in cut))
+    # The streams a break cut (the kill's, or any other): each was resumed through the load balancer as
+    # it broke, from its last event (`follow`).
+    cut = [s for s in streams if s.cut]
+    cut_ids = {id(s) for s in cut}
+    figures["reconnects"] = sum(s.reconnects for s in cut)
     figures["cut"] = len(cut)
     outcomes: dict[str, int] = {}
     for stream in cut:
-        outcome = stream.end or f"no end ({stream.error.split(':')[0] or 'closed'})"
+        outcome = (stream.end if stream.end != "RUN_FINISHED" or stream.words == _expected(deltas) else "RUN_FINISHED, words wrong") \
+            or f"no end ({stream.error.split(':')[0] or stream.status or 'closed'})"
         outcomes[outcome] = outcomes.get(outcome, 0) + 1
     figures["cut_outcomes"] = outcomes
     uncut = [s for s in streams if id(s) not in cut_ids]
@@ -393,10 +420,11 @@ def _print(args: argparse.Namespace, f: dict, seconds: float, logs: Path) -> Non
     print("PostgreSQL connections by host (peak): "
           + ", ".join(f"{address} {count}" for address, count in sorted(f["pg_connections"].items())))
     print(f"RUN_STARTED under load: p50 {f['run_started_p50_ms']:.0f} ms, p99 {f['run_started_p99_ms']:.0f} ms")
-    print(f"streams not cut by the kill: {f['finished_whole']} finished whole, {len(f['failed'])} failed"
+    print(f"streams never cut: {f['finished_whole']} finished whole, {len(f['failed'])} failed"
           + (f" (first: {f['failed'][0]})" if f["failed"] else ""))
     print(f"resumed on another host: {f['resumed_whole']}/20 whole; cancelled through another host: "
           f"{f['cancelled_ended']}/20 ended; limit of 30/min across hosts: {f['limit_admitted']}/60 admitted over {f['limit_minutes']} minute(s)")
     print(f"kill -9 of {f['killed_host']}: {f.get('killed_at_open', 0)} runs open, {f['cut']} streams cut, "
-          f"resumed through nginx: " + (", ".join(f"{k} {v}" for k, v in sorted(f["cut_outcomes"].items())) or "-"))
+          f"each resumed through nginx as it broke ({f['reconnects']} reconnects): "
+          + (", ".join(f"{k} {v}" for k, v in sorted(f["cut_outcomes"].items())) or "-"))
     print(f"{seconds:.0f} s in all; load average {os.getloadavg()[0]:.2f} at the end; server logs in {logs}")
