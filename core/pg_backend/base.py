@@ -21,7 +21,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
                 and self.settings_dict["CONN_HEALTH_CHECKS"]):
             from psycopg_pool import ConnectionPool
 
-            # As Django's property (django/db/backends/postgresql/base.py), `check` aside.
+            # As Django's own `pool` property makes it, `check` aside.
             pool = ConnectionPool(kwargs={**self.get_connection_params(), "autocommit": True}, open=False,
                                   configure=self._configure_connection, check=pool_check.connection_check,
                                   **({} if options is True else options))
