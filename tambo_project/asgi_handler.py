@@ -17,7 +17,9 @@ So the close runs on the event loop when no synchronous code of the request ran 
 own (no executor in its ThreadSensitiveContext) and the response holds nothing synchronous to close
 (a file, a synchronous iterator); otherwise it runs on the request's thread, as Django does, which is
 where a synchronous view (the DRF API, the admin, the page) left its database connections.
-`request_finished` is sent once per request either way.
+`request_finished` is sent once per request either way. On the loop it is sent synchronously, which
+suits its receivers (Django's three, all synchronous); an async receiver connected to it would need
+the close to go back to `sync_to_async` (Django's `Signal.send` cannot run one inside the loop).
 
 `handle` is Django 5.2's, with that one step changed (tests/test_asgi_handler.py fails when
 Django's own changes, so that the copy is looked at again).
