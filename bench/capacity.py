@@ -8,7 +8,8 @@ own process.
 - pipeline: one 5,000-delta answer from the fake OpenAI server, read directly (requests + json, and
   the `openai` client) and through the app (requests + json on its SSE): deltas per second.
 - concurrency N: N paced runs started together (offline model): failures, RUN_STARTED p50/p95,
-  server CPU seconds, peak RSS, peak database connections, whether every stream got all its text.
+  server CPU seconds (all its processes), the load generator's CPU, peak RSS, peak database
+  connections, whether every stream got all its text; `--workers`, `--pin` (taskset) and `--rounds`.
 - per-run: server CPU per run for 10-delta answers, SQL statements per run (PostgreSQL statement
   log), time to RUN_STARTED on an idle server; on SQLite and PostgreSQL.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -159,42 +161,105 @@ def pipeline(repeat: int) -> None:
 
 # --- concurrency -------------------------------------------------------------------------------------
 
-def concurrency(n: int, delay: float, pool: int) -> None:
+def tree_pids(pid: int) -> list[int]:
+    """`pid` and its descendants (uvicorn's worker processes), from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        found.append(todo.pop())
+        todo.extend(children.get(found[-1], ()))
+    return found
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    total = 0.0
+    for each in tree_pids(pid):
+        try:
+            total += cpu_seconds(each)
+        except OSError:
+            pass  # a process that just ended
+    return total
+
+
+def client_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def concurrency(n: int, delay: float, pool: int, workers: int = 1, pin: bool = False, rounds: int = 1) -> None:
+    """`rounds` bursts of `n` runs started together on one server (`workers` uvicorn processes). With
+    `pin`, the server runs on CPU 1 and this process (the load generator) and PostgreSQL on CPU 0."""
+    if pin and (os.cpu_count() or 1) < 2:
+        raise SystemExit("--pin needs two CPUs")
+    affinity = os.sched_getaffinity(0)
+    if pin:
+        os.sched_setaffinity(0, {0})  # PostgreSQL, started below, inherits it
     cluster = PgCluster(max_connections=100)
+    rows = []
     try:
         env = {"DATABASE_URL": cluster.url, "MODEL_PROVIDER": "offline", "OFFLINE_MODEL_DELAY": str(delay),
                "DB_POOL_SIZE": str(pool)}
+        if workers > 1:  # as bin/serve does: the processes' metrics through files
+            env["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="tambo-bench-prom-")
         key = prepare(env)
-        app, url = start("tambo_project.asgi:application", env)
+        app, url = start("tambo_project.asgi:application", env, args=("--workers", str(workers)),
+                         wrap=("taskset", "-c", "1") if pin else ())
         try:
-            before = cpu_seconds(app.pid)
-            with Sampler(cluster.client_connections) as connections, \
-                    Sampler(lambda: thread_count(app.pid)) as threads:
-                began = time.perf_counter()
-                results, overlap = asyncio.run(run_streams(url, key, n, "hello"))
-                wall = time.perf_counter() - began
-            cpu = cpu_seconds(app.pid) - before
-            rss = peak_rss_mb(app.pid)
+            for i in range(rounds):
+                if i:
+                    # The burst before has ended; its memory is given back a second after its last
+                    # stream closes (core/memory.py): the next starts on a settled server.
+                    time.sleep(3)
+                rows.append(_burst(app.pid, url, key, n, cluster))
+            rss = sum(peak_rss_mb(pid) for pid in tree_pids(app.pid))
         finally:
             app.terminate(), app.wait()
     finally:
         cluster.stop()
+        os.sched_setaffinity(0, affinity)
+    print(f"\nconcurrency: {n} runs started together, offline model {delay}s between deltas, "
+          f"PostgreSQL max_connections=100, DB_POOL_SIZE={pool}, {workers} worker process(es), "
+          + ("pinned: server on CPU 1, load generator and PostgreSQL on CPU 0" if pin else "not pinned"))
+    for i, row in enumerate(rows, 1):
+        print(f"round {i}: failures {row['failures']}; RUN_STARTED p50 {row['p50']:.0f} ms, p95 {row['p95']:.0f} ms; "
+              f"server CPU {row['cpu']:.2f} s ({row['cpu'] / n * 1000:.1f} ms/run); "
+              f"load generator CPU {row['client_cpu']:.2f} s; peak DB connections {row['connections']:.0f}; "
+              f"peak server threads {row['threads']:.0f}; streams open at once {row['overlap']}; "
+              f"all text delivered: {row['complete']}; wall {row['wall']:.1f} s")
+        if row["failed"]:
+            print("  failed:", row["failed"])
+    if rounds > 1:
+        print(f"median of {rounds} rounds: RUN_STARTED p50 {statistics.median(r['p50'] for r in rows):.0f} ms, "
+              f"p95 {statistics.median(r['p95'] for r in rows):.0f} ms; server CPU "
+              f"{statistics.median(r['cpu'] for r in rows) / n * 1000:.1f} ms/run")
+    print(f"peak RSS of the server's processes {rss:.0f} MB; load average {os.getloadavg()[0]:.2f} at the end")
+
+
+def _burst(pid: int, url: str, key: str, n: int, cluster: PgCluster) -> dict:
+    pids = tree_pids(pid)  # once: reading all of /proc 20 times a second would load the load generator
+    before, client_before = tree_cpu_seconds(pid), client_cpu_seconds()
+    with Sampler(cluster.client_connections) as connections, \
+            Sampler(lambda: sum(thread_count(p) for p in pids)) as threads:
+        began = time.perf_counter()
+        results, overlap = asyncio.run(run_streams(url, key, n, "hello"))
+        wall = time.perf_counter() - began
+    # The load generator's CPU includes the two samplers' (a PostgreSQL connection every 50 ms).
+    cpu, client_cpu = tree_cpu_seconds(pid) - before, client_cpu_seconds() - client_before
     finished = [r for r in results if r.finished]
     started = sorted(r.run_started_after for r in results if r.run_started_after is not None)
-    texts = {r.text for r in finished}
-    p50 = statistics.median(started) * 1000 if started else float("nan")
-    p95 = started[int(len(started) * 0.95) - 1] * 1000 if started else float("nan")
-    print(f"\nconcurrency: {n} runs started together, offline model {delay}s between deltas, "
-          f"PostgreSQL max_connections=100, DB_POOL_SIZE={pool}")
-    print(f"failures {n - len(finished)}; RUN_STARTED p50 {p50:.0f} ms, p95 {p95:.0f} ms; "
-          f"server CPU {cpu:.2f} s ({cpu / n * 1000:.1f} ms/run); peak RSS {rss:.0f} MB; "
-          f"peak DB connections {connections.peak:.0f}; peak server threads {threads.peak:.0f}; "
-          f"streams open at once {overlap.peak}; "
-          f"all text delivered: {len(texts) == 1 and len(finished) == n}; wall {wall:.1f} s")
-    for r in results:
-        if not r.finished:
-            print("  failed:", r.status, r.error or r.events[-3:])
-            break
+    failed = next((f"{r.status} {r.error or r.events[-3:]}" for r in results if not r.finished), None)
+    return {"failures": n - len(finished), "failed": failed, "cpu": cpu, "client_cpu": client_cpu, "wall": wall,
+            "p50": statistics.median(started) * 1000 if started else float("nan"),
+            "p95": started[int(len(started) * 0.95) - 1] * 1000 if started else float("nan"),
+            "connections": connections.peak, "threads": threads.peak, "overlap": overlap.peak,
+            "complete": len({r.text for r in finished}) == 1 and len(finished) == n}
 
 
 # --- per run -----------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Benchmark: time to first event and streamed events per second for a run, beside a bare baseline.
 
     bin/bench [--deltas 200 2000] [--repeat 15]
-    bin/bench pipeline [--repeat 3] | concurrency N [--delay 0.1] [--pool 10] | per-run [--runs 50]
+    bin/bench pipeline [--repeat 3] | per-run [--runs 50]
+    bin/bench concurrency N [--delay 0.1] [--pool 10] [--workers 1] [--pin] [--rounds 1]
     bin/bench floor [--runs 100]
     bin/bench resume [--runs 100] [--delay 0.05]
     bin/bench props [--repeat 5]
@@ -45,10 +46,13 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start(app: str, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
+def start(app: str, env: dict[str, str], args: tuple[str, ...] = (), wrap: tuple[str, ...] = ()
+          ) -> tuple[subprocess.Popen, str]:
+    """uvicorn serving `app` with `args` added (e.g. `--workers 2`), started through `wrap` (e.g.
+    `taskset -c 1`, which execs it: the process is uvicorn's)."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", app, "--port", str(port), "--no-access-log",
-                             "--log-level", "warning"], cwd=ROOT,
+    proc = subprocess.Popen([*wrap, sys.executable, "-m", "uvicorn", app, "--port", str(port), "--no-access-log",
+                             "--log-level", "warning", *args], cwd=ROOT,
                             # The safe default of 60 runs a minute (docs/abuse-and-limits.md#safe-defaults)
                             # would refuse a benchmark's bursts: off unless a scenario sets its own.
                             env={**os.environ, "DEFAULT_RUNS_PER_MINUTE": "0", **env})
@@ -88,6 +92,10 @@ def scenario(argv: list[str]) -> None:
     conc.add_argument("n", type=int)
     conc.add_argument("--delay", type=float, default=0.1)
     conc.add_argument("--pool", type=int, default=10)
+    conc.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
+    conc.add_argument("--pin", action="store_true",
+                      help="the server on CPU 1, this load generator and PostgreSQL on CPU 0 (taskset)")
+    conc.add_argument("--rounds", type=int, default=1, help="bursts of N, one after the other, same server")
     sub.add_parser("per-run").add_argument("--runs", type=int, default=50)
     sub.add_parser("floor").add_argument("--runs", type=int, default=100)
     resume = sub.add_parser("resume")
@@ -107,7 +115,8 @@ def scenario(argv: list[str]) -> None:
     if args.name == "pipeline":
         capacity.pipeline(args.repeat)
     elif args.name == "concurrency":
-        capacity.concurrency(args.n, args.delay, args.pool)
+        capacity.concurrency(args.n, args.delay, args.pool, workers=args.workers, pin=args.pin,
+                             rounds=args.rounds)
     elif args.name == "resume":
         from bench.resume import resume as resume_bench
 

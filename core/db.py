@@ -32,7 +32,7 @@ from typing import Any, Callable, TypeVar
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections
 
-from core import db_health
+from core import db_health, pool_check
 from core.problems import DatabaseUnavailable, is_database_unavailable
 
 log = logging.getLogger(__name__)
@@ -83,6 +83,7 @@ def _in_worker(fn: Callable[..., T], args: tuple, kwargs: dict) -> T:
     except (OperationalError, InterfaceError) as exc:
         # Connection refused or lost, pool exhausted (psycopg_pool.PoolTimeout), SQLite's "database
         # is locked": all say "not now", none is the caller's fault or a bug.
+        pool_check.connection_failed()  # the pooled connections handed out before may be dead too
         if db_health.is_outage(exc):
             db_health.mark_down(type(exc.__cause__ or exc).__name__)
         raise DatabaseUnavailable() from exc

@@ -22,6 +22,8 @@ import logging
 import threading
 import time
 
+from core import pool_check
+
 log = logging.getLogger(__name__)
 
 PROBE_INTERVAL = 0.5  # seconds between probes while the database is down
@@ -124,13 +126,19 @@ try:
     class WatchedConnection(psycopg.Connection):
         """The pool's connection class: a failed connection attempt marks the database down."""
 
+        # When it was last known to work: made, or handed out by the pool (core/pool_check.py).
+        alive_at: float | None = None
+
         @classmethod
         def connect(cls, *args, **kwargs):
             try:
-                return super().connect(*args, **kwargs)
+                connection = super().connect(*args, **kwargs)
             except psycopg.OperationalError as exc:
+                pool_check.connection_failed()
                 mark_down(f"connecting failed: {type(exc).__name__}")
                 _fail_pool_waiters()
                 raise
+            connection.alive_at = time.monotonic()
+            return connection
 except ImportError:  # pragma: no cover - SQLite-only installs
     WatchedConnection = None  # type: ignore[assignment,misc]

@@ -7,10 +7,15 @@ runtime.py).
 """
 import os
 
-from django.core.asgi import get_asgi_application
+import django
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tambo_project.settings")
-django_application = get_asgi_application()
+django.setup(set_prefix=False)  # what django.core.asgi.get_asgi_application does before its handler
+
+# Django's handler, closing a response on the event loop when no thread is needed (asgi_handler.py).
+from tambo_project.asgi_handler import ASGIHandler  # noqa: E402
+
+django_application = ASGIHandler()
 
 # The limit answers in the routes' own error shapes, built by modules that need Django set up first.
 from tambo_project.asgi_limits import BodySizeLimit  # noqa: E402

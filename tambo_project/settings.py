@@ -138,6 +138,7 @@ DB_THREADS = env.int("DB_THREADS", default=4)
 DB_POOL_SIZE = env.int("DB_POOL_SIZE", default=10)
 DB_POOL_TIMEOUT = env.float("DB_POOL_TIMEOUT", default=5.0)
 DB_RETRY_AFTER = env.int("DB_RETRY_AFTER", default=2)
+DB_POOL_CHECK_IDLE = env.float("DB_POOL_CHECK_IDLE", default=10.0)
 if DB_THREADS < 1 or DB_POOL_SIZE < 0:
     raise environ.ImproperlyConfigured("DB_THREADS must be at least 1 and DB_POOL_SIZE at least 0")
 
@@ -159,10 +160,13 @@ if DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql") an
         "reconnect_timeout": 2.0,
         # Its failed connection attempts mark the database down at once (core/db_health.py).
         "connection_class": _watched_connection()}
-    # After a database restart every idle pooled connection is dead; with health checks Django has the
-    # pool check one as it hands it out (ConnectionPool.check_connection: one round trip, no statement)
-    # and replace it there, instead of failing the request, the watcher tick or a run's settling.
+    # After a database restart every idle pooled connection is dead; with health checks the pool checks
+    # one as it hands it out and replaces it there, instead of failing the request, the watcher tick or
+    # a run's settling. Django's backend with the pool's check of our own (core/pool_check.py): a round
+    # trip only for a connection the server spoke on while it was idle, one idle for more than
+    # DB_POOL_CHECK_IDLE seconds, or one handed out before a connection failed; not on every call.
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    DATABASES["default"]["ENGINE"] = "core.pg_backend"
 # The one LISTEN connection per process that wakes readers of runs streaming in other processes
 # (runs/stream/follow.py). It must reach PostgreSQL itself: a transaction-pooling proxy cannot hold a LISTEN.
 DATABASE_LISTEN_URL = env.str("DATABASE_LISTEN_URL", default=env.str("DATABASE_URL", default=""))

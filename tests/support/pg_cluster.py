@@ -77,9 +77,10 @@ class PgCluster:
     def log_size(self) -> int:
         return os.path.getsize(self.dir + "/log")
 
-    def statements(self, offset: int) -> list[str]:
-        """The SQL of each statement in the server log (log_statement=all) after `offset`, transaction
-        control left out; a statement spanning lines is one (its later lines start with a tab)."""
+    def logged_sql(self, offset: int) -> list[str]:
+        """The SQL of each query in the server log (log_statement=all) after `offset`, as sent (empty
+        ones and transaction control included); a query spanning lines is one (its later lines start
+        with a tab)."""
         with open(self.dir + "/log", "rb") as log:
             log.seek(offset)
             entries = log.read().decode(errors="replace").replace("\n\t", " ").splitlines()
@@ -88,13 +89,15 @@ class PgCluster:
             for marker in ("LOG:  statement: ", "LOG:  execute "):
                 if marker in entry:
                     sql = entry.split(marker, 1)[1]
-                    sql = sql.split(": ", 1)[1] if marker.endswith("execute ") else sql
-                    # An empty query is the pool's health check of a connection it hands out
-                    # (CONN_HEALTH_CHECKS): a round trip, not a statement.
-                    if sql.strip() and not sql.lstrip().upper().startswith(
-                            ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")):
-                        found.append(sql)
+                    found.append(sql.partition(": ")[2] if marker.endswith("execute ") else sql)
         return found
+
+    def statements(self, offset: int) -> list[str]:
+        """The SQL of each statement in the server log after `offset` (see `logged_sql`), transaction
+        control left out, and empty queries: the pool's health check of a connection it hands out
+        (core/pool_check.py), a round trip, not a statement."""
+        return [sql for sql in self.logged_sql(offset) if sql.strip() and not sql.lstrip().upper().startswith(
+            ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE"))]
 
     def statements_since(self, offset: int) -> int:
         """How many statements the server log holds after `offset` (see `statements`)."""
