@@ -171,15 +171,16 @@ def pipeline_streams(streams: int, deltas: int, repeat: int) -> None:
     app, url = start("tambo_project.asgi:application", env)
     expected = "".join(f"w{i} " for i in range(deltas))
     try:
-        direct_rounds, server_rounds, server_cpu = [], [], []
+        direct_rounds, server_rounds, server_cpu, events = [], [], [], []
         for _ in range(repeat + 1):  # the first round warms up and is dropped
-            seconds, texts = asyncio.run(_read_streams(base_url + "/chat/completions", _direct_body, {}, streams,
-                                                       _direct_text))
+            seconds, texts, _ = asyncio.run(_read_streams(base_url + "/chat/completions", _direct_body, {}, streams,
+                                                          _direct_text))
             assert texts == [expected] * streams, "a direct reader missed text"
             direct_rounds.append(seconds)
             before = cpu_seconds(app.pid)
-            seconds, texts = asyncio.run(_read_streams(url + "/v1/threads/runs", _run_body, {"x-api-key": key},
-                                                       streams, _run_text))
+            seconds, texts, counts = asyncio.run(_read_streams(url + "/v1/threads/runs", _run_body,
+                                                               {"x-api-key": key}, streams, _run_text))
+            events += counts
             server_cpu.append(cpu_seconds(app.pid) - before)
             assert texts == [expected] * streams, "a run's stream missed text"
             server_rounds.append(seconds)
@@ -192,6 +193,8 @@ def pipeline_streams(streams: int, deltas: int, repeat: int) -> None:
         print(f"{'through the server (runs)':<28} {server:>8.3f} {total / server:>9.0f} {direct / server:>9.2f}")
         print(f"server CPU per delta (median): {statistics.median(server_cpu[1:]) / total * 1e6:.1f} µs "
               f"({statistics.median(server_cpu[1:]):.2f} s per round)")
+        print(f"text events per {deltas}-delta answer through the server: median {statistics.median(events):.0f}, "
+              f"min {min(events)}, max {max(events)}")
     finally:
         app.terminate(), app.wait()
         fake.terminate(), fake.wait()
@@ -215,13 +218,14 @@ def _run_text(event: dict) -> str | None:
     return event["delta"] if event.get("type") == "TEXT_MESSAGE_CONTENT" else None
 
 
-async def _read_streams(url: str, body, headers: dict, n: int, text_of) -> tuple[float, list[str]]:
-    """(seconds until all `n` streams of `url` have ended, each stream's text): `n` POSTs at once,
-    each answer's SSE split into lines and every event parsed, as a client would."""
+async def _read_streams(url: str, body, headers: dict, n: int, text_of) -> tuple[float, list[str], list[int]]:
+    """(seconds until all `n` streams of `url` have ended, each stream's text, each stream's events that
+    carried text): `n` POSTs at once, each answer's SSE split into lines and every event parsed, as a
+    client would."""
     import aiohttp
     import orjson
 
-    async def one(session: aiohttp.ClientSession, i: int) -> str:
+    async def one(session: aiohttp.ClientSession, i: int) -> tuple[str, int]:
         parts: list[str] = []
         async with session.post(url, json=body(i), headers=headers) as response:
             response.raise_for_status()
@@ -234,13 +238,13 @@ async def _read_streams(url: str, body, headers: dict, n: int, text_of) -> tuple
                         text = text_of(orjson.loads(line[6:]))
                         if text:
                             parts.append(text)
-        return "".join(parts)
+        return "".join(parts), len(parts)
 
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=600)) as session:
         began = time.perf_counter()
-        texts = await asyncio.gather(*(one(session, i) for i in range(n)))
-        return time.perf_counter() - began, list(texts)
+        results = await asyncio.gather(*(one(session, i) for i in range(n)))
+        return time.perf_counter() - began, [text for text, _ in results], [count for _, count in results]
 
 
 # --- concurrency -------------------------------------------------------------------------------------
