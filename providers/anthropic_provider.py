@@ -22,6 +22,7 @@ from providers.base import (Completion, Delta, ModelError, ModelRequest, Reasoni
 from providers.openai_provider import (_TIMEOUTS, _TRANSPORT_ERRORS, MSG_CONNECTION_LOST, MSG_INCOMPLETE,
                                        MSG_RATE_LIMITED, MSG_STREAM_ERROR, MSG_TIMEOUT, MSG_UNREADABLE, caused,
                                        sdk_model_error, sse_batches)
+from providers.batching import merged
 from providers.deadline import within_call_deadline
 from providers.vendor_client import VendorProvider, stream_folded
 
@@ -134,6 +135,13 @@ class _EventFold:
         # A thinking block's text fragments and signature, by stream index, until its block stops.
         self._thinking: dict[int, list[str]] = {}
         self._signatures: dict[int, str] = {}
+
+    def feed_read(self, events: list[dict[str, Any]]) -> list[Delta]:
+        """The deltas of one read's events, merged (providers/batching.py)."""
+        deltas: list[Delta] = []
+        for event in events:
+            deltas += self.feed(event)
+        return merged(deltas)
 
     def feed(self, event: dict[str, Any]) -> list[Delta]:
         kind = event.get("type")

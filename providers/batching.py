@@ -79,3 +79,18 @@ def _close(out: list[Delta], parts: list[str]) -> None:
         out[-1] = ReasoningDelta(joined, block=last.block)
     else:
         out[-1] = ToolCallDelta(index=last.index, id=last.id, name=last.name, arguments=joined)
+
+
+def texts_merged(texts: list[str]) -> list[TextDelta]:
+    """Consecutive text pieces as the fewest text deltas, each up to MERGE_CHARS (a piece larger on its
+    own stays whole): what `merged` gives for their text deltas, without a delta made per piece."""
+    out: list[TextDelta] = []
+    start, size = 0, 0
+    for i, text in enumerate(texts):
+        if i > start and size + len(text) > MERGE_CHARS:
+            out.append(TextDelta("".join(texts[start:i])))
+            start, size = i, 0
+        size += len(text)
+    if start < len(texts):
+        out.append(TextDelta("".join(texts[start:])))
+    return out

@@ -14,6 +14,7 @@ import orjson
 from clientsdk.retry_after import retry_after_seconds
 from providers.base import (Completion, Delta, ModelError, ModelRequest, ModelTool, ReasoningDelta, StepEnd,
                             TextDelta, ToolCallDelta)
+from providers.batching import merged, texts_merged
 from providers.deadline import MSG_TIMEOUT, within_call_deadline
 from providers.vendor_client import VendorProvider, stream_folded
 
@@ -259,6 +260,25 @@ class _StepFold:
         self.usage: dict[str, int] | None = None
         self._started_calls: set[int] = set()
 
+    def feed_read(self, chunks: list[dict[str, Any]]) -> list[Delta]:
+        """The deltas of one read's chunks, merged (providers/batching.py). A run of chunks that carry
+        nothing but text, the bulk of a fast answer, is joined from their strings, with no delta made
+        per chunk."""
+        deltas: list[Delta] = []
+        texts: list[str] = []
+        for chunk in chunks:
+            text = _text_only(chunk)
+            if text is not None:
+                texts.append(text)
+                continue
+            if texts:
+                deltas += texts_merged(texts)
+                texts = []
+            deltas += self.feed(chunk)
+        if texts:
+            deltas += texts_merged(texts)
+        return merged(deltas)
+
     def feed(self, chunk: dict[str, Any]) -> list[Delta]:
         usage = chunk.get("usage")
         if usage:
@@ -306,6 +326,23 @@ class _StepFold:
             # The body ended cleanly but the model never said it was done: treat as a broken stream.
             raise ModelError("LLM_SERVER_ERROR", MSG_INCOMPLETE, retryable=True)
         return StepEnd(finish_reason=self.finish_reason, usage=self.usage)
+
+
+def _text_only(chunk: dict[str, Any]) -> str | None:
+    """The text of a chunk that carries nothing else `_StepFold.feed` reads (no usage, one choice, index
+    0, no finish reason, a delta with non-empty `content` and no reasoning or tool calls), else None."""
+    choices = chunk.get("choices")
+    if chunk.get("usage") or type(choices) is not list or len(choices) != 1:
+        return None
+    choice = choices[0]
+    delta = choice.get("delta")
+    if type(delta) is not dict or choice.get("index", 0) != 0 or choice.get("finish_reason"):
+        return None
+    content = delta.get("content")
+    if (type(content) is not str or not content or delta.get("tool_calls") or delta.get("reasoning_content")
+            or delta.get("reasoning")):
+        return None
+    return content
 
 
 def model_error(exc: openai.APIError, *, started: bool) -> ModelError:

@@ -15,7 +15,6 @@ from typing import Any, AsyncIterator, Callable
 
 from providers.aiohttp_transport import AiohttpClient
 from providers.base import ModelError
-from providers.batching import merged
 from providers.deadline import Deadlines, StreamClock
 
 
@@ -65,8 +64,8 @@ async def stream_folded(opening: Any, *, api_error: type[BaseException], to_mode
                         deadlines: Deadlines = Deadlines()) -> AsyncIterator[Any]:
     """The body of a vendor provider's `stream`: open the SDK's streaming response (`opening`, its
     `with_streaming_response.create(...)`), read its raw bytes into the vendor's items (`read`: a list
-    of chunks or events per read of the body), fold each read's items into deltas (`fold.feed(item)`,
-    then `fold.end()`, the StepEnd), merged as providers/batching.py says, and close the response
+    of chunks or events per read of the body), fold each read's items into deltas (`fold.feed_read(items)`,
+    merged as providers/batching.py says; then `fold.end()`, the StepEnd), and close the response
     whatever happens, so closing the generator drops the connection mid-answer. A fast model's
     read holds many items: they cost the layers above one delta, not one each.
 
@@ -100,10 +99,7 @@ async def stream_folded(opening: Any, *, api_error: type[BaseException], to_mode
                 if not timer.expired():
                     raise
                 raise clock.error() from exc
-            deltas: list = []
-            for item in batch:
-                deltas += fold.feed(item)
-            deltas = merged(deltas)
+            deltas = fold.feed_read(batch)
             for delta in deltas:
                 yield delta
             if deltas:
