@@ -7,6 +7,9 @@ own process.
 
 - pipeline: one 5,000-delta answer from the fake OpenAI server, read directly (requests + json, and
   the `openai` client) and through the app (requests + json on its SSE): deltas per second.
+- pipeline --streams N [--deltas D]: N answers of D deltas streamed together, read directly by N
+  concurrent readers, then through the app by N concurrent runs (one aiohttp client, orjson, in this
+  process): the throughput ratio, and the server's CPU per delta.
 - concurrency N: N paced runs started together (offline model): failures, RUN_STARTED p50/p95,
   server CPU seconds (all its processes), the load generator's CPU, peak RSS, peak database
   connections, whether every stream got all its text; `--workers`, `--pin` (taskset) and `--rounds`.
@@ -95,7 +98,9 @@ def read_run(session: requests.Session, url: str, body: dict) -> tuple[float, fl
 
 def start_fake(deltas: int) -> tuple[subprocess.Popen, str]:
     code = ("import sys, time\n"
-            "from tests.support.fake_openai import FakeOpenAI, Text\n"
+            "from tests.support.fake_openai import FakeOpenAI, Text, _Server\n"
+            # socketserver's listen backlog of 5 would drop the SYNs of many readers connecting at once.
+            "_Server.request_queue_size = 1024\n"
             f"fake = FakeOpenAI(Text([f'w{{i}} ' for i in range({deltas})])).start()\n"
             "print(fake.base_url, flush=True)\n"
             "time.sleep(3600)\n")
@@ -157,6 +162,91 @@ def pipeline(repeat: int) -> None:
     finally:
         app.terminate(), app.wait()
         fake.terminate(), fake.wait()
+
+
+def pipeline_streams(streams: int, deltas: int, repeat: int) -> None:
+    """`streams` answers of `deltas` deltas at once: read directly by as many readers, and through the
+    app by as many runs; throughput (deltas per second over all streams) and the ratio of the two."""
+    fake, base_url = start_fake(deltas)
+    env = {**sqlite_env(), "MODEL_PROVIDER": "openai", "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "k"}
+    key = prepare(env)
+    app, url = start("tambo_project.asgi:application", env)
+    expected = "".join(f"w{i} " for i in range(deltas))
+    try:
+        direct_rounds, server_rounds, server_cpu, events = [], [], [], []
+        for _ in range(repeat + 1):  # the first round warms up and is dropped
+            seconds, texts, _ = asyncio.run(_read_streams(base_url + "/chat/completions", _direct_body, {}, streams,
+                                                          _direct_text))
+            assert texts == [expected] * streams, "a direct reader missed text"
+            direct_rounds.append(seconds)
+            before = cpu_seconds(app.pid)
+            seconds, texts, counts = asyncio.run(_read_streams(url + "/v1/threads/runs", _run_body,
+                                                               {"x-api-key": key}, streams, _run_text))
+            events += counts
+            server_cpu.append(cpu_seconds(app.pid) - before)
+            assert texts == [expected] * streams, "a run's stream missed text"
+            server_rounds.append(seconds)
+        total = streams * deltas
+        direct, server = statistics.median(direct_rounds[1:]), statistics.median(server_rounds[1:])
+        print(f"\npipeline --streams {streams}: {streams} answers of {deltas} deltas at once from the fake OpenAI "
+              f"server (median of {repeat}; one aiohttp client)")
+        print(f"{'path':<28} {'seconds':>8} {'deltas/s':>9} {'vs direct':>9}")
+        print(f"{'direct readers':<28} {direct:>8.3f} {total / direct:>9.0f} {1:>9.2f}")
+        print(f"{'through the server (runs)':<28} {server:>8.3f} {total / server:>9.0f} {direct / server:>9.2f}")
+        print(f"server CPU per delta (median): {statistics.median(server_cpu[1:]) / total * 1e6:.1f} µs "
+              f"({statistics.median(server_cpu[1:]):.2f} s per round)")
+        print(f"text events per {deltas}-delta answer through the server: median {statistics.median(events):.0f}, "
+              f"min {min(events)}, max {max(events)}")
+    finally:
+        app.terminate(), app.wait()
+        fake.terminate(), fake.wait()
+
+
+def _direct_body(i: int) -> dict:
+    return {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+
+
+def _run_body(i: int) -> dict:
+    return run_body("hi", user=f"bench-{i}")
+
+
+def _direct_text(event: dict) -> str | None:
+    for choice in event.get("choices") or ():
+        return (choice.get("delta") or {}).get("content")
+    return None
+
+
+def _run_text(event: dict) -> str | None:
+    return event["delta"] if event.get("type") == "TEXT_MESSAGE_CONTENT" else None
+
+
+async def _read_streams(url: str, body, headers: dict, n: int, text_of) -> tuple[float, list[str], list[int]]:
+    """(seconds until all `n` streams of `url` have ended, each stream's text, each stream's events that
+    carried text): `n` POSTs at once, each answer's SSE split into lines and every event parsed, as a
+    client would."""
+    import aiohttp
+    import orjson
+
+    async def one(session: aiohttp.ClientSession, i: int) -> tuple[str, int]:
+        parts: list[str] = []
+        async with session.post(url, json=body(i), headers=headers) as response:
+            response.raise_for_status()
+            rest = b""
+            async for block in response.content.iter_any():
+                lines = (rest + block).split(b"\n")
+                rest = lines.pop()
+                for line in lines:
+                    if line.startswith(b"data: ") and line != b"data: [DONE]":
+                        text = text_of(orjson.loads(line[6:]))
+                        if text:
+                            parts.append(text)
+        return "".join(parts), len(parts)
+
+    connector = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=600)) as session:
+        began = time.perf_counter()
+        results = await asyncio.gather(*(one(session, i) for i in range(n)))
+        return time.perf_counter() - began, [text for text, _ in results], [count for _, count in results]
 
 
 # --- concurrency -------------------------------------------------------------------------------------

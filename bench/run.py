@@ -1,7 +1,7 @@
 """Benchmark: time to first event and streamed events per second for a run, beside a bare baseline.
 
     bin/bench [--deltas 200 2000] [--repeat 15]
-    bin/bench pipeline [--repeat 3] | per-run [--runs 50]
+    bin/bench pipeline [--repeat 3] [--streams N [--deltas 1000]] | per-run [--runs 50]
     bin/bench concurrency N [--delay 0.1] [--pool 10] [--workers 1] [--pin] [--rounds 1]
     bin/bench floor [--runs 100]
     bin/bench resume [--runs 100] [--delay 0.05]
@@ -87,7 +87,10 @@ def scenario(argv: list[str]) -> None:
 
     parser = argparse.ArgumentParser(prog="bin/bench")
     sub = parser.add_subparsers(dest="name", required=True)
-    sub.add_parser("pipeline").add_argument("--repeat", type=int, default=3)
+    pipe = sub.add_parser("pipeline")
+    pipe.add_argument("--repeat", type=int, default=3)
+    pipe.add_argument("--streams", type=int, default=0, help="N answers at once (0: one 5,000-delta answer)")
+    pipe.add_argument("--deltas", type=int, default=1000, help="each answer's deltas with --streams")
     conc = sub.add_parser("concurrency")
     conc.add_argument("n", type=int)
     conc.add_argument("--delay", type=float, default=0.1)
@@ -112,7 +115,9 @@ def scenario(argv: list[str]) -> None:
     takeover_parser.add_argument("--delay", type=float, default=0.05)
     args = parser.parse_args(argv)
     print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f} at the start")
-    if args.name == "pipeline":
+    if args.name == "pipeline" and args.streams:
+        capacity.pipeline_streams(args.streams, args.deltas, args.repeat)
+    elif args.name == "pipeline":
         capacity.pipeline(args.repeat)
     elif args.name == "concurrency":
         capacity.concurrency(args.n, args.delay, args.pool, workers=args.workers, pin=args.pin,

@@ -4,7 +4,8 @@ The request is translated from the interface's OpenAI chat form (providers/base.
 form by `messages_params`; the streamed answer (message_start, content_block_start/delta/stop,
 message_delta, message_stop, error) is folded into the interface's deltas by `_EventFold`: text,
 tool use with its input JSON as it streams, thinking, usage. As in providers/openai_provider.py
-the client sends the request and maps HTTP errors, and the body is read raw (one SSE decoder, orjson).
+the client sends the request and maps HTTP errors, and the body is read raw (one SSE decoder, orjson),
+each read's events folded together (providers/batching.py).
 This module does not import Django.
 """
 from __future__ import annotations
@@ -19,8 +20,9 @@ from providers.anthropic_messages import messages_params
 from providers.base import (Completion, Delta, ModelError, ModelRequest, ReasoningBlock, ReasoningDelta, StepEnd,
                             TextDelta, ToolCallDelta)
 from providers.openai_provider import (_TIMEOUTS, _TRANSPORT_ERRORS, MSG_CONNECTION_LOST, MSG_INCOMPLETE,
-                                       MSG_RATE_LIMITED, MSG_STREAM_ERROR, MSG_TIMEOUT, MSG_UNREADABLE,
-                                       sdk_model_error, sse_payloads)
+                                       MSG_RATE_LIMITED, MSG_STREAM_ERROR, MSG_TIMEOUT, MSG_UNREADABLE, caused,
+                                       sdk_model_error, sse_batches)
+from providers.batching import merged
 from providers.deadline import within_call_deadline
 from providers.vendor_client import VendorProvider, stream_folded
 
@@ -72,29 +74,46 @@ def _usage(input_tokens: int | None, output_tokens: int | None) -> dict[str, int
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
-async def _events(body: AsyncIterator[bytes]) -> AsyncIterator[dict[str, Any]]:
-    """The stream's event objects until message_stop or the end of the body; ModelError for a
-    broken connection, a timeout, an `error` event or data that is not JSON."""
+async def _events(body: AsyncIterator[bytes]) -> AsyncIterator[list[dict[str, Any]]]:
+    """The stream's event objects, a list per read of the body (every event that read completed),
+    until message_stop or the end of the body; ModelError for a broken connection, a timeout, an
+    `error` event or data that is not JSON, after handing on the events before it."""
     try:
-        async for payload in sse_payloads(body):
-            try:
-                event = orjson.loads(payload)
-            except orjson.JSONDecodeError as exc:
-                raise ModelError("LLM_SERVER_ERROR", MSG_UNREADABLE, retryable=True) from exc
-            if not isinstance(event, dict):
-                raise ModelError("LLM_SERVER_ERROR", MSG_UNREADABLE, retryable=True)
-            if event.get("type") == "error":
-                error = event.get("error") or {}
-                if isinstance(error, dict) and error.get("type") == "rate_limit_error":
-                    raise ModelError("LLM_RATE_LIMITED", MSG_RATE_LIMITED, retryable=True)
-                raise ModelError("LLM_SERVER_ERROR", MSG_STREAM_ERROR, retryable=True)
-            yield event
-            if event.get("type") == "message_stop":
+        async for payloads in sse_batches(body):
+            events, error, done = _decoded(payloads)
+            if events:
+                yield events
+            if error is not None:
+                raise error
+            if done:
                 return
     except _TIMEOUTS as exc:
         raise ModelError("LLM_SERVER_ERROR", MSG_TIMEOUT, retryable=True) from exc
     except _TRANSPORT_ERRORS as exc:
         raise ModelError("LLM_SERVER_ERROR", MSG_CONNECTION_LOST, retryable=True) from exc
+
+
+def _decoded(payloads: list[bytes]) -> tuple[list[dict[str, Any]], ModelError | None, bool]:
+    """(the events of one read's payloads, up to message_stop or the first that is an error; the
+    ModelError of that error, if any; whether the stream ended, by message_stop or an error)."""
+    events: list[dict[str, Any]] = []
+    for payload in payloads:
+        try:
+            event = orjson.loads(payload)
+        except orjson.JSONDecodeError as exc:
+            return events, caused(ModelError("LLM_SERVER_ERROR", MSG_UNREADABLE, retryable=True), exc), True
+        if not isinstance(event, dict):
+            return events, ModelError("LLM_SERVER_ERROR", MSG_UNREADABLE, retryable=True), True
+        kind = event.get("type")
+        if kind == "error":
+            error = event.get("error") or {}
+            if isinstance(error, dict) and error.get("type") == "rate_limit_error":
+                return events, ModelError("LLM_RATE_LIMITED", MSG_RATE_LIMITED, retryable=True), True
+            return events, ModelError("LLM_SERVER_ERROR", MSG_STREAM_ERROR, retryable=True), True
+        events.append(event)
+        if kind == "message_stop":
+            return events, None, True
+    return events, None, False
 
 
 class _EventFold:
@@ -116,6 +135,13 @@ class _EventFold:
         # A thinking block's text fragments and signature, by stream index, until its block stops.
         self._thinking: dict[int, list[str]] = {}
         self._signatures: dict[int, str] = {}
+
+    def feed_read(self, events: list[dict[str, Any]]) -> list[Delta]:
+        """The deltas of one read's events, merged (providers/batching.py)."""
+        deltas: list[Delta] = []
+        for event in events:
+            deltas += self.feed(event)
+        return merged(deltas)
 
     def feed(self, event: dict[str, Any]) -> list[Delta]:
         kind = event.get("type")

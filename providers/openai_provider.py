@@ -14,6 +14,7 @@ import orjson
 from clientsdk.retry_after import retry_after_seconds
 from providers.base import (Completion, Delta, ModelError, ModelRequest, ModelTool, ReasoningDelta, StepEnd,
                             TextDelta, ToolCallDelta)
+from providers.batching import merged, texts_merged
 from providers.deadline import MSG_TIMEOUT, within_call_deadline
 from providers.vendor_client import VendorProvider, stream_folded
 
@@ -64,9 +65,10 @@ class OpenAIProvider(VendorProvider):
         """Yield the deltas of one model step, ending with StepEnd; raise ModelError on failure.
 
         The `openai` client sends the request (auth, headers, error answers); the body is read raw
-        (sse_payloads + orjson, no per-chunk pydantic objects), which keeps a fast model's stream
-        cheap. Closing this generator or cancelling its task closes the HTTP response at once,
-        which drops the connection to the provider mid-answer.
+        (sse_batches + orjson, no per-chunk pydantic objects), and each read's chunks are folded
+        together, their deltas merged (providers/batching.py), which keeps a fast model's stream
+        cheap. Closing this generator or cancelling its task closes the HTTP response at once, which
+        drops the connection to the provider mid-answer.
         """
         params = request_params(request, default_model=self.default_model)
         opening = self._client().chat.completions.with_streaming_response.create(**params)
@@ -98,31 +100,65 @@ class OpenAIProvider(VendorProvider):
                           usage=usage)
 
 
-async def _chunks(body: AsyncIterator[bytes]) -> AsyncIterator[dict[str, Any]]:
-    """The stream's chunk objects, until `[DONE]` or the end of the body; raises ModelError for a
-    broken connection, a timeout, an `{"error": …}` event or data that is not JSON."""
+async def _chunks(body: AsyncIterator[bytes]) -> AsyncIterator[list[dict[str, Any]]]:
+    """The stream's chunk objects, a list per read of the body (every chunk that read completed),
+    until `[DONE]` or the end of the body; raises ModelError for a broken connection, a timeout, an
+    `{"error": …}` event or data that is not JSON, after handing on the chunks before it."""
     try:
-        async for payload in sse_payloads(body):
-            if payload == b"[DONE]":
+        async for payloads in sse_batches(body):
+            chunks, error, done = _decoded(payloads)
+            if chunks:
+                yield chunks
+            if error is not None:
+                raise error
+            if done:
                 return
-            try:
-                chunk = orjson.loads(payload)
-            except orjson.JSONDecodeError as exc:
-                raise ModelError("LLM_SERVER_ERROR", MSG_UNREADABLE, retryable=True) from exc
-            if not isinstance(chunk, dict):
-                raise ModelError("LLM_SERVER_ERROR", MSG_UNREADABLE, retryable=True)
-            if chunk.get("error") is not None:
-                raise ModelError("LLM_SERVER_ERROR", MSG_STREAM_ERROR, retryable=True)
-            yield chunk
     except _TIMEOUTS as exc:
         raise ModelError("LLM_SERVER_ERROR", MSG_TIMEOUT, retryable=True) from exc
     except _TRANSPORT_ERRORS as exc:
         raise ModelError("LLM_SERVER_ERROR", MSG_CONNECTION_LOST, retryable=True) from exc
 
 
+def _decoded(payloads: list[bytes]) -> tuple[list[dict[str, Any]], ModelError | None, bool]:
+    """(the chunks of one read's payloads, up to the first that ends the stream; the ModelError that
+    ends it, if one does; whether it ended, by `[DONE]` or an error)."""
+    chunks: list[dict[str, Any]] = []
+    for payload in payloads:
+        if payload == b"[DONE]":
+            return chunks, None, True
+        try:
+            chunk = orjson.loads(payload)
+        except orjson.JSONDecodeError as exc:
+            return chunks, caused(ModelError("LLM_SERVER_ERROR", MSG_UNREADABLE, retryable=True), exc), True
+        if not isinstance(chunk, dict):
+            return chunks, ModelError("LLM_SERVER_ERROR", MSG_UNREADABLE, retryable=True), True
+        if chunk.get("error") is not None:
+            return chunks, ModelError("LLM_SERVER_ERROR", MSG_STREAM_ERROR, retryable=True), True
+        chunks.append(chunk)
+    return chunks, None, False
+
+
+def caused(error: ModelError, cause: BaseException) -> ModelError:
+    """`error` with `cause` chained, as `raise error from cause` would (for an error raised later)."""
+    error.__cause__ = cause
+    error.__suppress_context__ = True
+    return error
+
+
 async def sse_payloads(body: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    """The `data` of each server-sent event in `body` (several `data:` lines joined by newlines);
-    comments and other fields are skipped. Lines may end in LF, CRLF or CR."""
+    """The `data` of each server-sent event in `body`, one at a time (see `sse_batches`)."""
+    async for payloads in sse_batches(body):
+        for payload in payloads:
+            yield payload
+
+
+async def sse_batches(body: AsyncIterator[bytes]) -> AsyncIterator[list[bytes]]:
+    """The `data` of each server-sent event in `body` (several `data:` lines joined by newlines), a
+    list per block of the body: the events that block completed (a block that completes none gives
+    nothing). Comments and other fields are skipped. Lines may end in LF, CRLF or CR.
+
+    A fast stream's block holds many events: the reader above handles them together
+    (providers/batching.py), instead of one await per event."""
     buffer = b""
     data: list[bytes] = []
     async for block in body:
@@ -134,19 +170,22 @@ async def sse_payloads(body: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
             buffer = buffer.replace(b"\r", b"\n")
         lines = buffer.split(b"\n")
         buffer = lines.pop()
+        ready: list[bytes] = []
         for line in lines:
             if not line:
                 if data:
-                    yield b"\n".join(data)
+                    ready.append(b"\n".join(data))
                     data = []
             elif line.startswith(b"data:"):
                 value = line[5:]
                 data.append(value[1:] if value.startswith(b" ") else value)
+        if ready:
+            yield ready
     if buffer.startswith(b"data:"):
         value = buffer[5:]
         data.append(value[1:] if value.startswith(b" ") else value)
     if data:
-        yield b"\n".join(data)
+        yield [b"\n".join(data)]
 
 
 def completion_params(request: ModelRequest, *, default_model: str) -> dict[str, Any]:
@@ -221,6 +260,25 @@ class _StepFold:
         self.usage: dict[str, int] | None = None
         self._started_calls: set[int] = set()
 
+    def feed_read(self, chunks: list[dict[str, Any]]) -> list[Delta]:
+        """The deltas of one read's chunks, merged (providers/batching.py). A run of chunks that carry
+        nothing but text, the bulk of a fast answer, is joined from their strings, with no delta made
+        per chunk."""
+        deltas: list[Delta] = []
+        texts: list[str] = []
+        for chunk in chunks:
+            text = _text_only(chunk)
+            if text is not None:
+                texts.append(text)
+                continue
+            if texts:
+                deltas += texts_merged(texts)
+                texts = []
+            deltas += self.feed(chunk)
+        if texts:
+            deltas += texts_merged(texts)
+        return merged(deltas)
+
     def feed(self, chunk: dict[str, Any]) -> list[Delta]:
         usage = chunk.get("usage")
         if usage:
@@ -268,6 +326,23 @@ class _StepFold:
             # The body ended cleanly but the model never said it was done: treat as a broken stream.
             raise ModelError("LLM_SERVER_ERROR", MSG_INCOMPLETE, retryable=True)
         return StepEnd(finish_reason=self.finish_reason, usage=self.usage)
+
+
+def _text_only(chunk: dict[str, Any]) -> str | None:
+    """The text of a chunk that carries nothing else `_StepFold.feed` reads (no usage, one choice, index
+    0, no finish reason, a delta with non-empty `content` and no reasoning or tool calls), else None."""
+    choices = chunk.get("choices")
+    if chunk.get("usage") or type(choices) is not list or len(choices) != 1:
+        return None
+    choice = choices[0]
+    delta = choice.get("delta")
+    if type(delta) is not dict or choice.get("index", 0) != 0 or choice.get("finish_reason"):
+        return None
+    content = delta.get("content")
+    if (type(content) is not str or not content or delta.get("tool_calls") or delta.get("reasoning_content")
+            or delta.get("reasoning")):
+        return None
+    return content
 
 
 def model_error(exc: openai.APIError, *, started: bool) -> ModelError:

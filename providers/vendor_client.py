@@ -63,9 +63,11 @@ async def stream_folded(opening: Any, *, api_error: type[BaseException], to_mode
                         read: Callable[[AsyncIterator[bytes]], AsyncIterator[Any]], fold: Any,
                         deadlines: Deadlines = Deadlines()) -> AsyncIterator[Any]:
     """The body of a vendor provider's `stream`: open the SDK's streaming response (`opening`, its
-    `with_streaming_response.create(...)`), read its raw bytes into the vendor's items (`read`: chunks
-    or events), fold each into deltas (`fold.feed(item)`, then `fold.end()`, the StepEnd), and close
-    the response whatever happens, so closing the generator drops the connection mid-answer.
+    `with_streaming_response.create(...)`), read its raw bytes into the vendor's items (`read`: a list
+    of chunks or events per read of the body), fold each read's items into deltas (`fold.feed_read(items)`,
+    merged as providers/batching.py says; then `fold.end()`, the StepEnd), and close the response
+    whatever happens, so closing the generator drops the connection mid-answer. A fast model's
+    read holds many items: they cost the layers above one delta, not one each.
 
     A refusal before the stream began (`api_error`) is raised as `to_model_error(exc, started=False)`,
     the original chained; what goes wrong later is the fold's and the reader's to say, and is marked
@@ -90,14 +92,14 @@ async def stream_folded(opening: Any, *, api_error: type[BaseException], to_mode
             timer = asyncio.timeout_at(clock.wait_until())
             try:
                 async with timer:
-                    item = await anext(items)
+                    batch = await anext(items)
             except StopAsyncIteration:
                 break
             except TimeoutError as exc:
                 if not timer.expired():
                     raise
                 raise clock.error() from exc
-            deltas = fold.feed(item)
+            deltas = fold.feed_read(batch)
             for delta in deltas:
                 yield delta
             if deltas:

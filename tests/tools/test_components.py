@@ -163,7 +163,10 @@ def test_props_streamed_by_a_real_provider_match_what_is_known_after_every_fragm
     assert names[-1] == "RUN_FINISHED", names
     [start] = custom(events, "tambo.component.start")
     assert start["componentName"] == "Card" and start["componentId"].startswith("comp_")
-    assert applied_props(events, start["componentId"]) == known_props(fragments)
+    # Fragments read together make one patch (providers/batching.py): the props shown are some of those
+    # known after each fragment, in order, the whole props last.
+    known = iter(known_props(fragments))
+    assert all(step in known for step in applied_props(events, start["componentId"]))
     assert applied_props(events, start["componentId"])[-1] == props
     # Component first, then the model's text in the same run.
     assert names.index("tambo.component.end") < names.index("TEXT_MESSAGE_START")
