@@ -420,8 +420,13 @@ def _print(args: argparse.Namespace, f: dict, seconds: float, logs: Path) -> Non
     print("PostgreSQL connections by host (peak): "
           + ", ".join(f"{address} {count}" for address, count in sorted(f["pg_connections"].items())))
     print(f"RUN_STARTED under load: p50 {f['run_started_p50_ms']:.0f} ms, p99 {f['run_started_p99_ms']:.0f} ms")
+    kinds: dict[str, int] = {}
+    for failure in f["failed"]:  # by kind: the exception's or the event's name, without its detail
+        kind = failure.split(":")[0] if not failure.startswith("RUN_ERROR") else failure
+        kinds[kind] = kinds.get(kind, 0) + 1
     print(f"streams never cut: {f['finished_whole']} finished whole, {len(f['failed'])} failed"
-          + (f" (first: {f['failed'][0]})" if f["failed"] else ""))
+          + (" (" + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])) + ")"
+             if kinds else ""))
     print(f"resumed on another host: {f['resumed_whole']}/20 whole; cancelled through another host: "
           f"{f['cancelled_ended']}/20 ended; limit of 30/min across hosts: {f['limit_admitted']}/60 admitted over {f['limit_minutes']} minute(s)")
     print(f"kill -9 of {f['killed_host']}: {f.get('killed_at_open', 0)} runs open, {f['cut']} streams cut, "
