@@ -33,6 +33,7 @@ from typing import AsyncIterator, Callable
 
 from ag_ui.core import BaseEvent, CustomEvent, RunErrorEvent, RunFinishedEvent
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 
 from clientsdk import wire
@@ -358,7 +359,18 @@ class Flusher:
             feed.seal()
             if feed.unlogged:
                 # Encrypted per flush, not per token: each event of the batch one Fernet token.
-                rows.extend((run_id, seq, seal_text(data, feed.encrypt), final) for seq, data, final in feed.unlogged)
+                try:
+                    sealed = [(run_id, seq, seal_text(data, feed.encrypt), final) for seq, data, final in feed.unlogged]
+                except ImproperlyConfigured as exc:
+                    # No key to encrypt this run's events (SECRETS_KEYS unset): they stay out of the log
+                    # rather than go in clear, and must not hold up every other run's events, which a
+                    # retry of the whole batch on every flush did.
+                    log.error("Run events of %s are not logged: %s", run_id, exc)
+                    feed.mark_logged(feed.unlogged[-1][0])
+                    if feed.ended:
+                        self._forget(run_id)
+                    continue
+                rows.extend(sealed)
                 batch[run_id] = feed.unlogged[-1][0]
                 if feed.thread_id is not None:
                     threads.append(feed.thread_id)
