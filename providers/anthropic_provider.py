@@ -19,9 +19,8 @@ import orjson
 from providers.anthropic_messages import messages_params
 from providers.base import (Completion, Delta, ModelError, ModelRequest, ReasoningBlock, ReasoningDelta, StepEnd,
                             TextDelta, ToolCallDelta)
-from providers.openai_provider import (_TIMEOUTS, _TRANSPORT_ERRORS, MSG_CONNECTION_LOST, MSG_INCOMPLETE,
-                                       MSG_RATE_LIMITED, MSG_STREAM_ERROR, MSG_TIMEOUT, MSG_UNREADABLE, caused,
-                                       sdk_model_error, sse_batches)
+from providers.openai_provider import (MSG_INCOMPLETE, MSG_RATE_LIMITED, MSG_STREAM_ERROR, MSG_UNREADABLE, caused,
+                                       decoded_batches, sdk_model_error)
 from providers.batching import merged
 from providers.deadline import within_call_deadline
 from providers.vendor_client import VendorProvider, stream_folded
@@ -78,19 +77,8 @@ async def _events(body: AsyncIterator[bytes]) -> AsyncIterator[list[dict[str, An
     """The stream's event objects, a list per read of the body (every event that read completed),
     until message_stop or the end of the body; ModelError for a broken connection, a timeout, an
     `error` event or data that is not JSON, after handing on the events before it."""
-    try:
-        async for payloads in sse_batches(body):
-            events, error, done = _decoded(payloads)
-            if events:
-                yield events
-            if error is not None:
-                raise error
-            if done:
-                return
-    except _TIMEOUTS as exc:
-        raise ModelError("LLM_SERVER_ERROR", MSG_TIMEOUT, retryable=True) from exc
-    except _TRANSPORT_ERRORS as exc:
-        raise ModelError("LLM_SERVER_ERROR", MSG_CONNECTION_LOST, retryable=True) from exc
+    async for events in decoded_batches(body, _decoded):
+        yield events
 
 
 def _decoded(payloads: list[bytes]) -> tuple[list[dict[str, Any]], ModelError | None, bool]:

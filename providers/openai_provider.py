@@ -6,7 +6,7 @@ import Django, so it can be tested against a fake server on its own.
 from __future__ import annotations
 
 from contextlib import aclosing
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 
 import openai
 import orjson
@@ -104,11 +104,22 @@ async def _chunks(body: AsyncIterator[bytes]) -> AsyncIterator[list[dict[str, An
     """The stream's chunk objects, a list per read of the body (every chunk that read completed),
     until `[DONE]` or the end of the body; raises ModelError for a broken connection, a timeout, an
     `{"error": …}` event or data that is not JSON, after handing on the chunks before it."""
+    async for chunks in decoded_batches(body, _decoded):
+        yield chunks
+
+
+Decoder = Callable[[list[bytes]], tuple[list[dict[str, Any]], ModelError | None, bool]]
+
+
+async def decoded_batches(body: AsyncIterator[bytes], decoded: Decoder) -> AsyncIterator[list[dict[str, Any]]]:
+    """Each read's payloads through `decoded` (its objects, the ModelError that ends the stream if one
+    does, whether it ended), for both vendors' streams: the objects before an error are handed on
+    first; a timeout or a broken connection becomes ModelError."""
     try:
         async for payloads in sse_batches(body):
-            chunks, error, done = _decoded(payloads)
-            if chunks:
-                yield chunks
+            objects, error, done = decoded(payloads)
+            if objects:
+                yield objects
             if error is not None:
                 raise error
             if done:
