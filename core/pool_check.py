@@ -17,7 +17,12 @@ kept for the connections that may have died that way, and only for them:
 - a database call or a connection attempt failed for a connection-level reason since it was last
   handed out (core/db.py, core/db_health.py): its siblings may have died the same way.
 
-A connection that fails the check is discarded by the pool, which hands out another.
+A connection that fails the check is discarded by the pool, which hands out another, but only after
+a pause: psycopg_pool 3.3 backs off 1, 2, 4 … s between failed checks of one request, so after a
+restart that cut n idle connections the first request waited 1 + 2 + … s for them (3 s with two,
+a PoolTimeout with three: seen in CI). So before each hand-out the pool drops every idle connection
+the server spoke on, in one poll (`spoken`, core/pg_backend/base.py `Pool`), and asks for new ones:
+the request waits for a fresh connection (milliseconds), not for the back-off.
 """
 from __future__ import annotations
 
@@ -49,6 +54,19 @@ def connection_check(conn) -> None:
             or peer_spoke(conn)):
         ConnectionPool.check_connection(conn)
     conn.alive_at = now
+
+
+def spoken(conns) -> list:
+    """Those of `conns` (idle pooled connections) that `peer_spoke`, in one poll(2) that does not
+    wait: after a database restart, every one of them."""
+    poller, by_fd, found = select.poll(), {}, []
+    for conn in conns:
+        if conn.closed or conn.broken:
+            found.append(conn)
+        else:
+            by_fd[conn.fileno()] = conn
+            poller.register(conn.fileno(), select.POLLIN | select.POLLPRI)
+    return found + [by_fd[fd] for fd, _ in poller.poll(0)] if by_fd else found
 
 
 def peer_spoke(conn) -> bool:
