@@ -79,7 +79,10 @@ class ThreadWatch:
         """The mirror of `thread_id` for one more stream, which knows the runs up to `since`; a
         refresh follows, so a change made while the stream read its start is not missed."""
         self._loop = asyncio.get_running_loop()
-        follower.ensure_started()  # the LISTEN connection that hears other processes
+        if connections["default"].vendor == "postgresql":
+            # The LISTEN connection that hears other processes. SQLite has one process and no
+            # LISTEN: started there, it failed and reconnected every second for as long as it ran.
+            follower.ensure_started()
         mirror = self.mirrors.get(thread_id)
         if mirror is None:
             mirror = self.mirrors[thread_id] = ThreadMirror(thread_id, since)
