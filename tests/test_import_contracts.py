@@ -39,7 +39,9 @@ def test_the_tree_keeps_its_import_contracts(tmp_path):
     assert "0 broken" in done.stdout
 
 
-@pytest.mark.parametrize("module, imported", [
+# Imports running the wrong way, each against one contract; all are added to one copy of the tree, so
+# one run of lint-imports (about 2 s of CPU each) checks them all: every one must be named as broken.
+WRONG_WAY = [
     ("core.clock", "runs.models"),  # a core helper reaching up into an app
     ("threads.services", "runs.lock"),  # a domain app reaching up into the run lifecycle
     ("gateway.views", "runs.stream.sse"),  # one interface into its sibling
@@ -54,16 +56,28 @@ def test_the_tree_keeps_its_import_contracts(tmp_path):
     ("runs.renewal", "runs.recovery.leases"),  # the lease renewal's lane taking on the watcher's other work
     ("runs.control", "retention.policy"),  # the run lifecycle reaching up into the retention job
     ("tambo_project.middleware", "gateway.errors"),  # the configuration layer choosing an app's error shape
-])
-def test_an_import_running_the_wrong_way_breaks_a_contract(tmp_path, module, imported):
-    tree = copy_tree(tmp_path)
-    source = tree / (module.replace(".", "/") + ".py")
-    source.write_text(source.read_text() + f"\nimport {imported}  # noqa: E402,F401\n")
+]
 
+
+@pytest.fixture(scope="module")
+def broken(tmp_path_factory) -> subprocess.CompletedProcess:
+    """lint-imports on a copy of the tree with every import of WRONG_WAY added, and SQL_ELSEWHERE run
+    outside a statements module (and the same code in one, where it belongs)."""
+    tree = copy_tree(tmp_path_factory.mktemp("broken"))
+    for module, imported in WRONG_WAY:
+        source = tree / (module.replace(".", "/") + ".py")
+        source.write_text(source.read_text() + f"\nimport {imported}  # noqa: E402,F401\n")
+    (tree / "projects" / "sql_elsewhere.py").write_text(SQL_ELSEWHERE)
+    statements = tree / "projects" / "statements.py"
+    statements.write_text(statements.read_text() + "\n\n" + SQL_ELSEWHERE)
     done = lint_imports(tree)
-
     assert done.returncode != 0
-    assert f"{module} -> {imported}" in done.stdout
+    return done
+
+
+@pytest.mark.parametrize("module, imported", WRONG_WAY)
+def test_an_import_running_the_wrong_way_breaks_a_contract(broken, module, imported):
+    assert f"{module} -> {imported}" in broken.stdout, broken.stdout
 
 
 # Hand-written SQL of every kind the contract knows (core/contracts.py), as a module outside statements.py would run it.
@@ -97,18 +111,9 @@ def test_the_sql_scan_finds_each_way_to_run_sql():
                      "    execute(3)\n") == []
 
 
-def test_sql_outside_a_statements_module_breaks_a_contract(tmp_path):
-    tree = copy_tree(tmp_path)
-    (tree / "projects" / "sql_elsewhere.py").write_text(SQL_ELSEWHERE)
-    # The same code in a statements module is where it belongs.
-    statements = tree / "projects" / "statements.py"
-    statements.write_text(statements.read_text() + "\n\n" + SQL_ELSEWHERE)
-
-    done = lint_imports(tree)
-
-    assert done.returncode != 0
-    assert "Hand-written SQL run outside a statements module:" in done.stdout, done.stdout
+def test_sql_outside_a_statements_module_breaks_a_contract(broken):
+    assert "Hand-written SQL run outside a statements module:" in broken.stdout, broken.stdout
     for line, what in [(4, "imports core.statements.execute"), (9, "connection.cursor(…)"), (10, "cursor.execute(…)"),
                        (15, "Project.objects.raw(…)"), (16, "Project.objects.extra(…)"), (16, "RawSQL(…)")]:
-        assert f"projects.sql_elsewhere:{line} {what}" in done.stdout, done.stdout
-    assert "projects.statements:" not in done.stdout
+        assert f"projects.sql_elsewhere:{line} {what}" in broken.stdout, broken.stdout
+    assert "projects.statements:" not in broken.stdout
