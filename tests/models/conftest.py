@@ -19,13 +19,16 @@ OPENAI_KEY = "sk-openai-fake-key-0001"
 ANTHROPIC_KEY = "sk-ant-fake-key-0002"
 
 
-@pytest.fixture(scope="module")
+# The fakes and the server are shared by every module of tests/models (each test has its own view of a
+# fake, and its own projects): the server started once per worker instead of once per module (15
+# starts of about 3 s of CPU each).
+@pytest.fixture(scope="session")
 def openai_vendor() -> Iterator[FakeOpenAI]:
     with FakeOpenAI() as fake:
         yield fake
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def anthropic_vendor() -> Iterator[FakeAnthropic]:
     with FakeAnthropic() as fake:
         yield fake
@@ -43,7 +46,7 @@ def ant(anthropic_vendor):
         yield view
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def models_server(openai_vendor, anthropic_vendor, django_db_setup, django_db_blocker) -> Iterator[LiveServer]:
     # The server's own default stays the offline model: only the projects name the fakes.
     server = LiveServer("models", {"FAKE_OPENAI_KEY": OPENAI_KEY, "FAKE_ANTHROPIC_KEY": ANTHROPIC_KEY})
