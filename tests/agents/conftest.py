@@ -18,7 +18,10 @@ class Agent:
         self.kind, self.fake, self.server = kind, fake, server
 
 
-@pytest.fixture(scope="module", params=AGENTS)
+# Shared by every module that uses it (session scope, per worker; pytest groups the tests by agent):
+# each agent process imports its framework once, not once per module. Each test has its own view of
+# the fake model and its own project.
+@pytest.fixture(scope="session", params=AGENTS)
 def agent(request) -> Iterator[Agent]:
     fake = FakeOpenAI().start()
     server = AgentServer(request.param, fake.base_url)
