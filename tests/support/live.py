@@ -59,11 +59,13 @@ class LiveServer:
             env.setdefault("STATIC_COLLECTED", "false")
             env.setdefault("GRACEFUL_SHUTDOWN_SECONDS", "2")
         self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT)
+        self._started = time.monotonic()
         try:
             self._wait(start_timeout)
         except BaseException:
             self.stop()  # a server that did not come up must not outlive the test run
             raise
+        self._ready_cpu, self._ready_wall = process_cpu(self.process.pid), time.monotonic() - self._started
 
     def _wait(self, timeout: float = 90.0) -> None:  # a loaded machine takes a while to import the app
         deadline = time.monotonic() + timeout
@@ -83,6 +85,7 @@ class LiveServer:
         return self.log_path.read_text(errors="replace")
 
     def stop(self) -> None:
+        _record_server(self, process_cpu(self.process.pid))
         self.process.terminate()
         try:
             self.process.wait(timeout=10)
@@ -90,6 +93,26 @@ class LiveServer:
             self.process.kill()
             self.process.wait()
         self._log.close()
+
+
+def process_cpu(pid: int) -> float | None:
+    """The CPU seconds a live process used so far, all its threads (None once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _record_server(server: LiveServer, cpu: float | None) -> None:
+    """Appends a stopped server's start and whole CPU to test-artifacts/servers-<worker>.tsv: what the
+    suite's server processes cost (docs/testing.md#where-the-time-goes)."""
+    if cpu is None or not hasattr(server, "_ready_cpu"):
+        return
+    worker = f"{'pg' if os.environ.get('DATABASE_URL') else 'sqlite'}-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
+    with open(ROOT / "test-artifacts" / f"servers-{worker}.tsv", "a") as out:
+        out.write(f"{server.name}\t{server._ready_wall:.2f}\t{server._ready_cpu:.2f}\t{cpu:.2f}\t"
+                  f"{time.monotonic() - server._started:.1f}\n")
 
 
 @contextmanager
