@@ -104,7 +104,7 @@ def _drive(steps: dict) -> None:
                     del waiting[page]
             elif time.monotonic() - since > STEP_TIMEOUT:
                 raise AssertionError(f"a page waited {STEP_TIMEOUT} s in state {_shown_state(page)!r}")
-        time.sleep(0.02)
+        time.sleep(0.1)
 
 
 def test_stop_then_send_fifty_times_with_waits_up_to_fifteen_seconds_never_loses_a_message(open_page, web_user):
