@@ -63,11 +63,12 @@ def clean_checkout(target: Path) -> Path:
 def newcomer_env(**extra: str) -> dict[str, str]:
     """This environment without the test's configuration nor its virtualenv on PATH, plus `extra`.
 
-    pip does not byte-compile what it installs (PIP_NO_COMPILE): compiling every file of ~100 packages
-    is most of an install's CPU, and the commands behave the same (Python compiles what it imports)."""
+    pip byte-compiles what it installs, as it does for a user: an install not compiled was 20 s of CPU
+    cheaper, but where PYTHONDONTWRITEBYTECODE is set (as on this machine) every later command compiled
+    what it imported again, 2.5 s of CPU each (docs/testing.md)."""
     env = {k: v for k, v in os.environ.items() if k not in UNSET}
     env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if ".venv" not in p)
-    return {**env, "PIP_NO_COMPILE": "1", **extra}
+    return {**env, **extra}
 
 
 def wait_for(base: str, process: subprocess.Popen, log: Path, path: str = "/healthz", attempts: int = 1200) -> None:
