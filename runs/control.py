@@ -54,6 +54,7 @@ _DONE = object()
 _CANCELLED = object()
 _YIELD_EVERY = 16
 CHECKPOINT_INTERVAL = 1.0  # seconds: the in-progress text of a run is checkpointed at most this often
+SWEEP_EVERY = 1.0  # seconds at most between two looks for runs to take over and expired leases
 # The cancel reason of the runs a shutting-down process ends: they fail retryably instead of cancelling.
 SHUTDOWN_REASON = "shutdown"
 # ... or hand them over to another process, which goes on with them (docs/operations.md#takeover).
@@ -204,6 +205,8 @@ class Watcher:
         self._task: asyncio.Task | None = None
         self._lane: RenewalLane | None = None  # the leases' renewal (runs/renewal.py), on the task's loop
         self._cleaned_at = 0.0
+        self._swept_at = float("-inf")  # the first tick sweeps
+        self._sweep_next = False  # the last sweep took runs over: there may be more
 
     def register(self, control: RunControl) -> None:
         """Adds a run; starts the watcher task on the running loop unless the process runtime runs
@@ -351,8 +354,20 @@ class Watcher:
         if follower.mirrors:
             follower.wake()
         thread_watch.tick(now)  # a notification lost while LISTEN reconnected costs seconds at most
+        # Runs to take over and expired leases are looked for at most once a second (a tenth of a
+        # short lease), and at every tick while the last look found runs to take (a deploy's hand-over
+        # of hundreds). Every tick, it was two queries (and on SQLite a new connection) two to five
+        # times a second in every idle process: 5 % of a core each (docs/operations.md#takeover).
+        sweep = self._sweep_next or now - self._swept_at >= min(settings.RUN_LEASE_SECONDS / 10, SWEEP_EVERY)
+        if not (run_ids or cleanup or sweep):
+            return  # nothing of this process's to poll, write or sweep: no database call
+        if sweep:
+            self._swept_at = now
         stored = {rid: (mid, seal_text(text, self.controls[rid].sealed)) for rid, (mid, text) in checkpoints.items()}
-        flagged, written, claimed = await db_call(_tick_in_db, run_ids, stored, cleanup, self.takeover_room())
+        flagged, written, claimed = await db_call(_tick_in_db, run_ids, stored, cleanup,
+                                                  self.takeover_room() if sweep else 0, sweep)
+        if sweep:
+            self._sweep_next = bool(claimed)
         for run_id in claimed:
             # Each in its own task: reading a run's history must not hold up the next tick's renewals.
             task = asyncio.get_running_loop().create_task(self._take_over(run_id), context=contextvars.Context())
@@ -378,10 +393,11 @@ def _cancels_poll(run_ids: list[str]) -> list[str]:
 
 
 def _tick_in_db(run_ids: list[str], checkpoints: dict[str, tuple[str, str]],
-                cleanup: bool = False, room: int = 0) -> tuple[list[str], bool, list[str]]:
+                cleanup: bool = False, room: int = 0, sweep: bool = True) -> tuple[list[str], bool, list[str]]:
     """The watcher's database work for one tick, on a database worker thread (`db_call`); returns the
     runs flagged for cancel, whether the checkpoints were written, and the runs taken over (at most
-    `room`: runs/recovery/takeover.py), claimed before the sweep records the expired leases left.
+    `room`: runs/recovery/takeover.py), claimed before the sweep records the expired leases left
+    (both only when `sweep`).
 
     Closes its connections at the end of every tick, so that an idle process holds none and a
     connection that an outage broke is never reused (with a connection pool that is a return to it).
@@ -396,14 +412,15 @@ def _tick_in_db(run_ids: list[str], checkpoints: dict[str, tuple[str, str]],
             written = False
             log_db_failure("Run watcher: checkpoints failed", exc)
         claimed: list[str] = []
-        try:
-            claimed = takeover_claim(limit=room, held=run_ids)
-        except Exception as exc:  # noqa: BLE001 - logged; the next tick claims again
-            log_db_failure("Run watcher: taking runs over failed", exc)
-        try:
-            expired_lease_sweep()
-        except Exception as exc:  # noqa: BLE001 - logged; the next tick sweeps again
-            log_db_failure("Run watcher: the expired-lease sweep failed", exc)
+        if sweep:
+            try:
+                claimed = takeover_claim(limit=room, held=run_ids)
+            except Exception as exc:  # noqa: BLE001 - logged; the next sweep claims again
+                log_db_failure("Run watcher: taking runs over failed", exc)
+            try:
+                expired_lease_sweep()
+            except Exception as exc:  # noqa: BLE001 - logged; the next sweep tries again
+                log_db_failure("Run watcher: the expired-lease sweep failed", exc)
         if cleanup:
             try:
                 event_log_cleanup()

@@ -138,7 +138,7 @@ class _Step:
 def test_the_watcher_checkpoints_a_run_at_most_once_a_second_and_only_when_its_text_changed(monkeypatch):
     written: list[dict] = []
 
-    def tick_in_db(run_ids, checkpoints, cleanup=False, room=0):
+    def tick_in_db(run_ids, checkpoints, cleanup=False, room=0, sweep=True):
         written.append(dict(checkpoints))
         return [], True, []
 
@@ -162,3 +162,38 @@ def test_the_watcher_checkpoints_a_run_at_most_once_a_second_and_only_when_its_t
 
     asyncio.run(ticks())
     assert written == [{"run_a": ("msg_a", "Hel")}, {}, {"run_a": ("msg_a", "Hello")}, {}]
+
+
+def test_an_idle_watcher_looks_for_runs_to_take_over_once_a_second_and_makes_no_other_call(monkeypatch, settings):
+    """Before, every tick (RUN_WATCH_INTERVAL: 0.5 s, 0.2 s in the tests' servers) of every idle
+    process claimed and swept: two queries, and on SQLite a new connection (5 % of a core a process).
+    A look that took runs over is followed by another at the next tick (a deploy hands over many)."""
+    settings.RUN_LEASE_SECONDS = 30
+    calls: list[tuple] = []
+    claims = [[], [], ["run_x"], []]  # what each look takes over
+
+    def tick_in_db(run_ids, checkpoints, cleanup=False, room=0, sweep=True):
+        calls.append((clock[0] - 1000.0, list(run_ids), sweep))
+        return [], True, claims.pop(0) if sweep else []
+
+    async def take_over(run_id):
+        pass
+
+    monkeypatch.setattr(control_module, "_tick_in_db", tick_in_db)
+    clock = [1000.0]
+    monkeypatch.setattr(control_module.time, "monotonic", lambda: clock[0])
+    watcher = Watcher()
+    watcher._cleaned_at = clock[0]  # the event log's cleanup is not what is counted here
+    monkeypatch.setattr(watcher, "_take_over", take_over)
+
+    async def ticks():
+        for _ in range(10):  # 2.5 s of ticks every quarter second, with no run
+            await watcher.tick()
+            clock[0] += 0.25
+        watcher.controls = {"run_a": RunControl("run_a")}
+        await watcher.tick()  # a run of its own: its cancels are polled every tick, without a look
+        await asyncio.sleep(0)
+
+    asyncio.run(ticks())
+    assert calls == [(0.0, [], True), (1.0, [], True), (2.0, [], True), (2.25, ["run_x"], True),
+                     (2.5, ["run_a"], False)]

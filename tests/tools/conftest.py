@@ -1,8 +1,9 @@
 """Fixtures for the tools tests: a live server whose model is the scripted OpenAI fake.
 
-`openai_live` is module-scoped, so each test module gets its own fake and server (named after the
-module, for its log file under test-artifacts/server-logs/). Tests ask for `fake` (checked to hold
-no replies a previous test left scripted) and `oapi` (an `Api` on that server with the project key).
+`openai_live` is shared by the modules of tests/tools (session scope, per worker): one fake and one
+server instead of one each per module (six starts of about 3 s of CPU). Tests ask for `fake` (checked
+to hold no replies a previous test left scripted; tests count the fake's requests from their own
+start) and `oapi` (an `Api` on that server with the project key).
 """
 from __future__ import annotations
 
@@ -15,11 +16,10 @@ from tests.support.fake_openai import FakeOpenAI
 from tests.support.live import LiveServer, openai_live_server
 
 
-@pytest.fixture(scope="module")
-def openai_live(request, django_db_setup, django_db_blocker) -> Iterator[tuple[FakeOpenAI, LiveServer]]:
-    module = request.module.__name__.rpartition(".")[2].removeprefix("test_").replace("_", "-")
+@pytest.fixture(scope="session")
+def openai_live(django_db_setup, django_db_blocker) -> Iterator[tuple[FakeOpenAI, LiveServer]]:
     with FakeOpenAI() as fake:
-        with openai_live_server(f"openai-{module}", fake.base_url, "sk-test") as server:
+        with openai_live_server("openai-tools", fake.base_url, "sk-test") as server:
             yield fake, server
 
 
