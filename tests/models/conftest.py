@@ -49,7 +49,10 @@ def ant(anthropic_vendor):
 @pytest.fixture(scope="session")
 def models_server(openai_vendor, anthropic_vendor, django_db_setup, django_db_blocker) -> Iterator[LiveServer]:
     # The server's own default stays the offline model: only the projects name the fakes.
-    server = LiveServer("models", {"FAKE_OPENAI_KEY": OPENAI_KEY, "FAKE_ANTHROPIC_KEY": ANTHROPIC_KEY})
+    # Alive beside the takeover tests' servers on the same database: it takes no run over, as the
+    # shared offline server (tests/conftest.py).
+    server = LiveServer("models", {"FAKE_OPENAI_KEY": OPENAI_KEY, "FAKE_ANTHROPIC_KEY": ANTHROPIC_KEY,
+                                   "RUN_TAKEOVERS_PER_PROCESS": "0"})
     yield server
     server.stop()
 

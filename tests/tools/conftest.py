@@ -19,7 +19,9 @@ from tests.support.live import LiveServer, openai_live_server
 @pytest.fixture(scope="session")
 def openai_live(django_db_setup, django_db_blocker) -> Iterator[tuple[FakeOpenAI, LiveServer]]:
     with FakeOpenAI() as fake:
-        with openai_live_server("openai-tools", fake.base_url, "sk-test") as server:
+        # Alive beside the takeover tests' servers on the same database: it takes no run over, as
+        # the shared offline server (tests/conftest.py).
+        with openai_live_server("openai-tools", fake.base_url, "sk-test", RUN_TAKEOVERS_PER_PROCESS="0") as server:
             yield fake, server
 
 
