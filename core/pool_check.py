@@ -65,7 +65,7 @@ def spoken(conns) -> list:
             found.append(conn)
         else:
             by_fd[conn.fileno()] = conn
-            poller.register(conn.fileno(), select.POLLIN | select.POLLPRI)
+            poller.register(conn.fileno(), select.POLLIN | select.POLLPRI)  # POLLHUP and POLLERR always
     return found + [by_fd[fd] for fd, _ in poller.poll(0)] if by_fd else found
 
 
@@ -73,8 +73,4 @@ def peer_spoke(conn) -> bool:
     """Whether the server sent anything, or closed the connection, since it was last read: the
     socket is readable, hung up or in error (no wait). A connection psycopg already knows is
     closed or broken counts as one that spoke."""
-    if conn.closed or conn.broken:
-        return True
-    poller = select.poll()
-    poller.register(conn.fileno(), select.POLLIN | select.POLLPRI)  # POLLHUP and POLLERR always
-    return bool(poller.poll(0))
+    return bool(spoken([conn]))

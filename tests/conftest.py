@@ -167,11 +167,11 @@ def pytest_runtest_protocol(item, nextitem):
 
     started, cpu = time.time(), _cpu_seconds()
     yield
-    database = "pg" if os.environ.get("DATABASE_URL") else "sqlite"
-    worker = f"{database}-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
+    from tests.support.live import worker_name
+
     folder = Path(__file__).resolve().parent.parent / "test-artifacts"
     folder.mkdir(exist_ok=True)
-    with open(folder / f"timeline-{worker}.tsv", "a") as out:
+    with open(folder / f"timeline-{worker_name()}.tsv", "a") as out:
         # CPU: this worker's own, and its children's as they are reaped (a server a fixture stops);
         # wall minus CPU is what the test waited for (sleeps, a server starting, another process).
         own, children = (now - then for now, then in zip(_cpu_seconds(), cpu))

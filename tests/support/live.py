@@ -104,13 +104,18 @@ def process_cpu(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def worker_name() -> str:
+    """This test process's name in test-artifacts' files: its database pass and its xdist worker."""
+    database = "pg" if os.environ.get("DATABASE_URL") else "sqlite"
+    return f"{database}-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
+
+
 def _record_server(server: LiveServer, cpu: float | None) -> None:
     """Appends a stopped server's start and whole CPU to test-artifacts/servers-<worker>.tsv: what the
     suite's server processes cost (docs/testing.md#where-the-time-goes)."""
     if cpu is None or not hasattr(server, "_ready_cpu"):
         return
-    worker = f"{'pg' if os.environ.get('DATABASE_URL') else 'sqlite'}-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
-    with open(ROOT / "test-artifacts" / f"servers-{worker}.tsv", "a") as out:
+    with open(ROOT / "test-artifacts" / f"servers-{worker_name()}.tsv", "a") as out:
         out.write(f"{server.name}\t{server._ready_wall:.2f}\t{server._ready_cpu:.2f}\t{cpu:.2f}\t"
                   f"{time.monotonic() - server._started:.1f}\n")
 
