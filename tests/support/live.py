@@ -1,4 +1,7 @@
-"""A real uvicorn server running the app in a subprocess, on the test database."""
+"""A real uvicorn server running the app in a subprocess, on the test database.
+
+Its process is forked from a zygote that imported the app's libraries once (tests/support/zygote.py),
+unless it runs through the installed command (`through_cli`) or TEST_SERVER_FORK=0."""
 from __future__ import annotations
 
 import os
@@ -13,7 +16,10 @@ from typing import Iterator
 import requests
 from django.conf import settings
 
+from tests.support.zygote import Forked
+
 ROOT = Path(__file__).resolve().parents[2]
+FORK = os.environ.get("TEST_SERVER_FORK", "1") != "0"
 LOG_DIR = ROOT / "test-artifacts" / "server-logs"
 
 
@@ -58,7 +64,10 @@ class LiveServer:
             env.setdefault("SECRET_KEY", "live-server-cli-" + "k" * 40)
             env.setdefault("STATIC_COLLECTED", "false")
             env.setdefault("GRACEFUL_SHUTDOWN_SECONDS", "2")
-        self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT)
+        if through_cli or not FORK:
+            self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT)
+        else:
+            self.process = Forked(command[3:], env, ROOT, self.log_path)
         self._started = time.monotonic()
         try:
             self._wait(start_timeout)
