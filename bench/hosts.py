@@ -89,7 +89,7 @@ class Hosts:
 
 class PostgresHost:
     """PostgreSQL on its own host, trusting the hosts' subnet (a throwaway cluster, default settings but
-    `max_connections`)."""
+    `max_connections`; with BENCH_PG_STATEMENTS set, `pg_stat_statements` loaded, to see where its time goes)."""
 
     PORT = 5432
 
@@ -106,7 +106,8 @@ class PostgresHost:
         with open(data / "pg_hba.conf", "a") as hba:
             hba.write(f"host all all {SUBNET}.0/24 trust\n")
         options = (f"-p {self.PORT} -k {self.dir} -c listen_addresses={address} "
-                   f"-c max_connections={max_connections}")
+                   f"-c max_connections={max_connections}"
+                   + (" -c shared_preload_libraries=pg_stat_statements" if os.environ.get("BENCH_PG_STATEMENTS") else ""))
         self._as_pg(hosts, name, f"{binaries}/pg_ctl -D {data} -l {self.dir}/log -w -o {shlex.quote(options)} start")
         self._as_pg(hosts, name, f"{binaries}/createdb -h {address} -p {self.PORT} -U postgres tambo")
         self.url = f"postgres://postgres@{address}:{self.PORT}/tambo"

@@ -36,11 +36,11 @@ from core.db import db_call, log_db_failure
 from core.runtime import process_runtime
 from projects.limits import counters_prune
 from runs.lock import lock_held_by
-from runs.models import Run
 from runs.recovery.leases import checkpoint_write, expired_lease_sweep
 from runs.recovery.takeover import runs_hand_over, takeover_claim, takeover_start
 from runs.renewal import RenewalLane
 from runs.starting import starting_done, starting_runs
+from runs.statements import cancels_flagged
 from runs.stream.event_log import event_log_cleanup
 from runs.stream.feeds import flusher
 from runs.stream.follow import follower
@@ -385,7 +385,7 @@ class Watcher:
 
 def _cancels_poll(run_ids: list[str]) -> list[str]:
     try:
-        return list(Run.objects.filter(id__in=run_ids, cancel_requested=True).values_list("id", flat=True))
+        return cancels_flagged(run_ids=run_ids)
     except Exception:
         # A connection that a database outage broke would fail every later call on this thread.
         close_old_connections()

@@ -29,7 +29,7 @@ from django.utils import timezone
 from core.problems import BUSY_RETRY_AFTER, Problem
 from runs.models import THIS_PROCESS, Run
 from runs.starting import starting_done, starting_note
-from runs.statements import run_release
+from runs.statements import leases_renew, run_release
 from threads.models import LEASE_EXPIRED_CODE, RunStatus, Thread  # noqa: F401 - LEASE_EXPIRED_CODE for callers
 from threads.services import thread_lock
 from threads.statements import THREAD_UPDATE
@@ -137,10 +137,7 @@ def lock_renew(*, run_ids: list[str]) -> int:
     if not run_ids:
         return 0
     # Only leases this process still holds: one it lost to a takeover must run out for its new owner too.
-    owned = Run.objects.filter(OWNED, id__in=run_ids).values("id")
-    return Thread.objects.filter(current_run_id__in=owned).exclude(run_status=RunStatus.IDLE).update(
-        lease_expires_at=_lease_deadline()
-    )
+    return leases_renew(run_ids=run_ids, until=_lease_deadline())
 
 
 def lock_release(*, thread_id: str, run_id: str, run_status: str, thread_fields: dict[str, Any] | None = None,

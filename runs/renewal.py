@@ -8,7 +8,7 @@ starts a second queued their renewals behind hundreds of starts for more than a 
 (RUN_LEASE_EXPIRED). Overload must slow runs down, never end them nor hand them to another process.
 
 So the renewal runs here, and nothing else does: `lock_renew` (one UPDATE, fenced by `owner` as ever)
-every RUN_WATCH_INTERVAL on this thread's own connection, never a pooled one (PostgreSQL with the pool
+every `renew_interval()` (RUN_WATCH_INTERVAL, or a twelfth of a lease when longer) on this thread's own connection, never a pooled one (PostgreSQL with the pool
 on: one connection beside the pool, counted in docs/deployment.md). The cancels, the checkpoints, the
 sweep and the takeovers stay on the watcher's tick, on the shared threads.
 
@@ -40,6 +40,19 @@ log = logging.getLogger(__name__)
 # An interval of 0 (some tests set it) must not spin: at most this many rounds a second.
 MIN_INTERVAL = 0.05
 STOP_WAIT = 2.0  # seconds `stop` waits for a renewal in flight (SQLite's busy wait can be longer)
+
+
+# Renewals a lease gets at most: the other processes allow a third of a lease without one
+# (`loop_stale`), so one every twelfth leaves four to lose before a live run is taken for dead. More
+# often only rewrites every held thread's row for nothing: at the default 30 s lease, renewing at
+# every 0.5 s tick was PostgreSQL's largest cost at 2,000 streams (31 ms a renewal of 500 runs,
+# docs/benchmarks.md#several-hosts).
+RENEWALS_PER_LEASE = 12
+
+
+def renew_interval() -> float:
+    """Seconds between two renewals: RUN_WATCH_INTERVAL, or a twelfth of a lease when that is longer."""
+    return max(settings.RUN_WATCH_INTERVAL, settings.RUN_LEASE_SECONDS / RENEWALS_PER_LEASE, MIN_INTERVAL)
 
 
 def loop_stale() -> float:
@@ -77,7 +90,7 @@ class RenewalLane:
     def _run(self) -> None:
         connection_own()
         try:
-            while not self._stop.wait(max(settings.RUN_WATCH_INTERVAL, MIN_INTERVAL)):
+            while not self._stop.wait(renew_interval()):
                 if self.loop.is_closed() or not self.loop.is_running():
                     return
                 self._ask()

@@ -7,6 +7,7 @@ the caller's transaction, still one database call.
 """
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.db import connections
@@ -62,3 +63,56 @@ def run_release(*, thread_id: str, run_id: str, thread_values: dict[str, Any], r
         return False
     execute(statements[1], run_params)
     return True
+
+
+# The watcher's per-tick statements over all the runs a process streams (runs/control.py, runs/renewal.py).
+# The ORM writes `id IN (%s, %s, …)` with a parameter per run: a new statement text for every count, which
+# psycopg splits anew each time, and a compile of one lookup per id. With 500 runs a process, those two
+# statements cost 15 % of a serving process's CPU at 2,000 streams (py-spy, docs/benchmarks.md#several-hosts).
+# Here the ids go as one parameter (an array on PostgreSQL, a JSON list on SQLite): one text whatever the count.
+def _ids_in(vendor: str) -> str:
+    return "= ANY(%s)" if vendor == "postgresql" else "IN (SELECT value FROM json_each(%s))"
+
+
+def _ids(vendor: str, ids: list[str]) -> Any:
+    return list(ids) if vendor == "postgresql" else json.dumps(list(ids))
+
+
+_run_t, _thread_t = quote(Run._meta.db_table), quote(Thread._meta.db_table)
+_OWNED = f"({quote('owner')} IS NULL OR {quote('owner')} = %s)"  # runs/lock.py OWNED
+
+
+def leases_renew(*, run_ids: list[str], until) -> int:
+    """Sets `until` as the lease of each thread one of `run_ids` holds, while this process owns the run
+    (a lease lost to a takeover must run out for its new owner too); returns how many."""
+    connection = connections["default"]
+    vendor = connection.vendor
+    sql = (f"UPDATE {_thread_t} SET {quote('lease_expires_at')} = %s WHERE {quote('run_status')} <> %s "
+           f"AND {quote('current_run_id')} IN (SELECT {quote('id')} FROM {_run_t} "
+           f"WHERE {quote('id')} {_ids_in(vendor)} AND {_OWNED})")
+    until = prepare(Thread._meta.get_field("lease_expires_at"), until, connection)
+    return execute(sql, [until, RunStatus.IDLE, _ids(vendor, run_ids), THIS_PROCESS])[1]
+
+
+def cancels_flagged(*, run_ids: list[str]) -> list[str]:
+    """Those of `run_ids` that a cancel flagged (from any process)."""
+    vendor = connections["default"].vendor
+    sql = f"SELECT {quote('id')} FROM {_run_t} WHERE {quote('id')} {_ids_in(vendor)} AND {quote('cancel_requested')}"
+    return [row[0] for row in execute(sql, [_ids(vendor, run_ids)])[0]]
+
+
+def checkpoints_store(*, checkpoints: dict[str, tuple[str, str]]) -> int:
+    """Stores {run id: (message id, text)} as each owned run's partial message; returns rows changed.
+    One UPDATE joined to the values (not a CASE per run, which PostgreSQL evaluates for every row)."""
+    vendor = connections["default"].vendor
+    if vendor == "postgresql":
+        values = "unnest(%s::text[], %s::text[], %s::text[]) AS v(id, mid, txt)"
+        ids, mids, texts = (list(column) for column in zip(*((rid, mid, text) for rid, (mid, text) in checkpoints.items())))
+        params = [ids, mids, texts]
+    else:
+        values = ("(SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS mid, "
+                  "json_extract(value, '$[2]') AS txt FROM json_each(%s)) AS v")
+        params = [json.dumps([[rid, mid, text] for rid, (mid, text) in checkpoints.items()])]
+    sql = (f"UPDATE {_run_t} SET {quote('partial_message_id')} = v.mid, {quote('partial_text')} = v.txt "
+           f"FROM {values} WHERE {_run_t}.{quote('id')} = v.id AND {_OWNED}")
+    return execute(sql, [*params, THIS_PROCESS])[1]

@@ -3,7 +3,7 @@
 Both are written by each process's watcher (runs/control.py), batched per tick:
 
 - `checkpoint_write` stores the in-progress assistant text of all the runs a process streams in one
-  UPDATE (a CASE over run ids), so a process that dies leaves behind what its clients had seen.
+  UPDATE (joined to the values: runs/statements.py), so a process that dies leaves behind what its clients had seen.
 - `expired_lease_sweep` records every thread whose lease expired (its process died, or lost the database
   for longer than the lease) as idle with `lastRunError` RUN_LEASE_EXPIRED, fails the dead run and
   stores its checkpointed text as a cancelled assistant message. On PostgreSQL that is one statement
@@ -27,12 +27,13 @@ from datetime import timedelta
 from ag_ui.core import RunErrorEvent
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Case, Count, Max, Q, Value, When
+from django.db.models import Count, Max, Q
 from django.utils import timezone
 
 from runs.lock import FINAL_RUN_STATUSES, OWNED
 from runs.models import Run, RunEvent
 from runs.recovery.statements import expired_leases_free
+from runs.statements import checkpoints_store
 from runs.stream.sse import encode_event
 from runs.stream.statements import NOTIFY_LIMIT, channel_notify
 from threads import services as thread_services
@@ -73,11 +74,7 @@ def checkpoint_write(*, checkpoints: dict[str, tuple[str, str]]) -> int:
     """
     if not checkpoints:
         return 0
-    ids = list(checkpoints)
-    return Run.objects.filter(OWNED, id__in=ids).update(
-        partial_message_id=Case(*[When(id=rid, then=Value(mid)) for rid, (mid, _) in checkpoints.items()]),
-        partial_text=Case(*[When(id=rid, then=Value(text)) for rid, (_, text) in checkpoints.items()]),
-    )
+    return checkpoints_store(checkpoints=checkpoints)
 
 
 def dead_run_event() -> str:
