@@ -1,7 +1,7 @@
 """`bin/bench cluster`: the server on several hosts behind a load balancer, on PostgreSQL alone
 (docs/benchmarks.md#several-hosts).
 
-    bin/bench cluster [--hosts 2] [--workers 2] [--streams 10000] [--deltas 90] [--every 1] [--rate 400]
+    bin/bench cluster [--hosts 2] [--workers 2] [--streams 10000] [--deltas 90] [--every 1] [--rate 400] [--hold S]
 
 Simulated on one machine (bench/hosts.py): PostgreSQL on host `db`, `--hosts` app hosts each serving
 `tambo-server serve --workers N`, nginx on host `lb` configured as docs/deployment.md says, and this
@@ -39,14 +39,20 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
+import aiohttp
+import requests
 
 from bench.hosts import SUBNET, Hosts, NginxHost, PostgresHost
 from tests.support.sse import aframes_of
 from bench.run import ROOT
 
 PORT = 8000
-STREAMS_PER_CLIENT = 100  # streams sharing one httpx client (its connection pool): see load()
+# The load generator's client is aiohttp's (its C HTTP parser): with httpx, the generator spent about
+# 175 µs of CPU an event (anyio registering and unregistering each socket with epoll for every read, and
+# httpcore's Python parser), a third of a core at 2,000 events a second, on the cores the servers need.
+STREAMS_PER_CLIENT = 1000  # streams sharing one aiohttp session (its connector): see load()
+Client = aiohttp.ClientSession
+ClientErrors = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
 
 
 @dataclass
@@ -85,24 +91,24 @@ class Stream:
             self.end = f"RUN_ERROR:{data.get('code', '?')}"
 
 
-async def read(client: httpx.AsyncClient, stream: Stream, method: str, url: str, *, stop_after: int = 0,
+async def read(client: Client, stream: Stream, method: str, url: str, *, stop_after: int = 0,
                **kwargs) -> Stream:
     """Reads `url`'s SSE into `stream` until it ends, is cut, or has `stop_after` words."""
     began = time.perf_counter()
     try:
-        async with client.stream(method, url, **kwargs) as response:
-            stream.status = response.status_code
-            if response.status_code != 200:
-                stream.error = (await response.aread()).decode(errors="replace")[:200]
+        async with client.request(method, url, **kwargs) as response:
+            stream.status = response.status
+            if response.status != 200:
+                stream.error = (await response.read()).decode(errors="replace")[:200]
                 return stream
-            async for frame in aframes_of(response.aiter_bytes()):
+            async for frame in aframes_of(response.content.iter_any()):
                 had_run = bool(stream.run_id)
                 stream.take(frame)
                 if stream.run_id and not had_run and stream.started_after is None:
                     stream.started_after = time.perf_counter() - began
                 if stop_after and len(stream.words) >= stop_after:
                     return stream
-    except (httpx.HTTPError, OSError) as exc:
+    except ClientErrors as exc:
         stream.error = f"{type(exc).__name__}: {exc}"[:200]
     return stream
 
@@ -117,7 +123,7 @@ def reconnect_delay(attempt: int) -> float:
     return min(0.5 * 2 ** attempt, 8.0) * (1 - 0.25 * random.random())
 
 
-async def follow(client: httpx.AsyncClient, stream: Stream, lb: str, key: str, **start) -> Stream:
+async def follow(client: Client, stream: Stream, lb: str, key: str, **start) -> Stream:
     """Starts a run through the load balancer and reads it to its end, resuming it from its last
     event when the connection breaks (a host killed under it), the way the page's client does."""
     await read(client, stream, "POST", f"{lb}/v1/threads/runs", **start)
@@ -147,7 +153,7 @@ def _expected(deltas: int) -> list[str]:
     return [f"w{i}" for i in range(deltas)]
 
 
-async def resume_across_hosts(client: httpx.AsyncClient, hosts: list[str], key: str, n: int = 20) -> int:
+async def resume_across_hosts(client: Client, hosts: list[str], key: str, n: int = 20) -> int:
     """Runs read partly on the first host and resumed on the second; returns how many came out whole."""
     async def one(i: int) -> bool:
         stream = Stream()
@@ -162,7 +168,7 @@ async def resume_across_hosts(client: httpx.AsyncClient, hosts: list[str], key: 
     return sum(await asyncio.gather(*(one(i) for i in range(n))))
 
 
-async def cancel_across_hosts(client: httpx.AsyncClient, hosts: list[str], key: str, n: int = 20) -> int:
+async def cancel_across_hosts(client: Client, hosts: list[str], key: str, n: int = 20) -> int:
     """Runs started on the first host and cancelled through the second; returns how many streams ended."""
     async def one(i: int) -> bool:
         stream = Stream()
@@ -177,26 +183,28 @@ async def cancel_across_hosts(client: httpx.AsyncClient, hosts: list[str], key: 
         try:
             cancelled = await client.delete(f"{hosts[1]}/v1/threads/{stream.thread_id}/runs/{stream.run_id}",
                                             params={"userKey": user}, headers={"x-api-key": key})
+            async with cancelled:
+                await cancelled.read()
             await asyncio.wait_for(following, 20)
-        except (httpx.HTTPError, asyncio.TimeoutError):
+        except ClientErrors:
             following.cancel()
             return False
-        return cancelled.status_code == 200 and bool(stream.end) and len(stream.words) < 300
+        return cancelled.status == 200 and bool(stream.end) and len(stream.words) < 300
 
     return sum(await asyncio.gather(*(one(i) for i in range(n))))
 
 
-async def limit_across_hosts(client: httpx.AsyncClient, hosts: list[str], key: str, n: int = 60) -> tuple[int, int]:
+async def limit_across_hosts(client: Client, hosts: list[str], key: str, n: int = 60) -> tuple[int, int]:
     """`n` starts on a project limited to 30 runs a minute, alternating hosts; returns how many were
     admitted, and over how many minutes of the clock the starts were answered (30 per minute)."""
     async def one(i: int) -> int:
         try:
-            response = await client.post(f"{hosts[i % len(hosts)]}/v1/threads/runs",
-                                         json=_body(f"limit-{i}", "!stream 1"), headers={"x-api-key": key})
-            await response.aread()
-        except httpx.HTTPError:
+            async with client.post(f"{hosts[i % len(hosts)]}/v1/threads/runs",
+                                   json=_body(f"limit-{i}", "!stream 1"), headers={"x-api-key": key}) as response:
+                await response.read()
+        except ClientErrors:
             return 0
-        return response.status_code
+        return response.status
 
     first_minute = int(time.time() // 60)
     statuses = await asyncio.gather(*(one(i) for i in range(n)))
@@ -265,9 +273,9 @@ def _wait_healthy(urls: list[str], deadline: float) -> None:
     for url in urls:
         while True:
             try:
-                if httpx.get(url + "/healthz", timeout=2).status_code == 200:
+                if requests.get(url + "/healthz", timeout=2).status_code == 200:
                     break
-            except httpx.HTTPError:
+            except requests.RequestException:
                 pass
             if time.monotonic() > deadline:
                 raise SystemExit(f"{url} did not answer /healthz in time")
@@ -286,15 +294,14 @@ def _raise_open_files() -> None:
 async def load(args: argparse.Namespace, apps: list[App], lb: str, pg: PostgresHost, keys: dict[str, str],
                hosts: Hosts) -> dict:
     n, deltas = args.streams, args.deltas
-    limits = httpx.Limits(max_connections=None, max_keepalive_connections=200, keepalive_expiry=2.0)
-    timeout = httpx.Timeout(connect=30, read=deltas * args.every + 120, write=30, pool=None)
+    timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=deltas * args.every + 120)
     figures: dict = {"streams_per_process": {}, "rss_mb": {}, "pg_connections": {}}
-    # One client per STREAMS_PER_CLIENT streams: httpcore's pool looks at each of its connections for
-    # every request it assigns, so one pool of 10,000 streaming connections spent 76 % of this process's
-    # CPU there (py-spy, 6,000 streams ramping at 200 a second), the generator ran at 100 % while the
-    # servers idled at 7 %, and 7,152 of 10,000 connects timed out before nginx saw them.
+    # One session per STREAMS_PER_CLIENT streams, each with no cap on its connections (limit=0): a
+    # stream holds its connection for minutes, and a pool that looks at all its connections for each
+    # request (httpcore's did: 76 % of this process's CPU at 6,000 streams) must stay small.
     async with contextlib.AsyncExitStack() as clients_open:
-        shards = [await clients_open.enter_async_context(httpx.AsyncClient(limits=limits, timeout=timeout))
+        shards = [await clients_open.enter_async_context(aiohttp.ClientSession(
+                      connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=2.0), timeout=timeout))
                   for _ in range(max(1, math.ceil(n / STREAMS_PER_CLIENT)))]
         client = shards[0]
         streams = [Stream(user=f"u{i}") for i in range(n)]
@@ -308,7 +315,9 @@ async def load(args: argparse.Namespace, apps: list[App], lb: str, pg: PostgresH
             if pause > 0:
                 await asyncio.sleep(pause)
         figures["ramp_s"] = time.monotonic() - ramp_began
-        await asyncio.sleep(min(5.0, deltas * args.every / 4))
+        # Every stream open, each at its own word a second: held `--hold` seconds before the checks and
+        # the kill, so the table's figures are those of the steady state the issue names.
+        await asyncio.sleep(args.hold if args.hold is not None else min(5.0, deltas * args.every / 4))
 
         def sample() -> None:
             for app in apps:
@@ -370,6 +379,8 @@ def cluster(argv: list[str]) -> None:
     parser.add_argument("--deltas", type=int, default=90, help="words per answer")
     parser.add_argument("--every", type=float, default=1.0, help="seconds between words")
     parser.add_argument("--rate", type=float, default=400.0, help="new runs a second while ramping up")
+    parser.add_argument("--hold", type=float, default=None,
+                        help="seconds every stream stays open before the checks and the kill (default: 5)")
     args = parser.parse_args(argv)
     _raise_open_files()
     began = time.monotonic()

@@ -8,7 +8,7 @@
     bin/bench props [--repeat 5]
     bin/bench memory [--readers 50] [--deltas 100000] [--delay 0.01] [--env NAME=VALUE]
     bin/bench media [--images 40]
-    bin/bench cluster [--hosts 2] [--workers 2] [--streams 10000] [--deltas 90] [--every 1] [--rate 400]
+    bin/bench cluster [--hosts 2] [--workers 2] [--streams 10000] [--deltas 90] [--every 1] [--rate 400] [--hold S]
     bin/bench takeover [--runs 500] [--lease 30] [--delay 0.05]
     bin/bench encrypt [--runs 50] [--rounds 3]
     bin/bench retention [ROWS ...]   (default 100000 1000000)

@@ -77,10 +77,12 @@ def takeover_claim(*, limit: int, held: list[str] | tuple[str, ...] = ()) -> lis
     now = timezone.now()
     expired = Thread.objects.exclude(run_status=RunStatus.IDLE).filter(
         lease_expires_at__lt=stale_before(now), current_run_id__in=takeable_runs())
-    if held:
-        expired = expired.exclude(current_run_id__in=list(held))
+    # Whether anything expired at all, first: excluding the held runs is a parameter per run for the
+    # ORM to compile (7 % of a serving process's CPU with 1,000 streams, every second, to find nothing).
     if not expired.exists():
         return []
+    if held:
+        expired = expired.exclude(current_run_id__in=list(held))
     with transaction.atomic():
         rows = expired.order_by("lease_expires_at").only("id", "current_run_id")
         if connection.vendor == "postgresql":

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import logging
 import time
 from typing import AsyncIterator, Callable
@@ -272,6 +273,10 @@ class Flusher:
 
     def __init__(self) -> None:
         self.feeds: dict[str, Feed] = {}
+        # The runs whose feeds appended or ended since the last flush: a flush looks at those alone.
+        # Looking at every feed cost a serving process 11 % of its CPU with 1,000 streams at a word a
+        # second each (py-spy; 20 flushes a second, each walking all 1,000 feeds for the ~50 with news).
+        self._news: set[str] = set()
         self._dirty: asyncio.Event | None = None
         self._task: asyncio.Task | None = None
         self._last = 0.0
@@ -282,7 +287,8 @@ class Flusher:
         """A new logged feed for a run that starts streaming in this process (of thread `thread_id`;
         numbered after `after`: a run taken over from another process goes on after the events that
         process logged)."""
-        feed = Feed(run_id, logged=True, after=after, on_append=self._mark_dirty, thread_id=thread_id)
+        feed = Feed(run_id, logged=True, after=after, on_append=functools.partial(self._mark_dirty, run_id),
+                    thread_id=thread_id)
         feed.encrypt = encrypt
         self.feeds[run_id] = feed
         if not process_runtime.running():  # else the runtime started the writer (core/runtime.py)
@@ -292,7 +298,8 @@ class Flusher:
                 listener([thread_id])
         return feed
 
-    def _mark_dirty(self) -> None:
+    def _mark_dirty(self, run_id: str) -> None:
+        self._news.add(run_id)
         if self._dirty is not None:
             self._dirty.set()
 
@@ -355,7 +362,12 @@ class Flusher:
         batch: dict[str, int] = {}
         rows: list[tuple[str, int, str, bool]] = []
         threads: list[str] = []
-        for run_id, feed in list(self.feeds.items()):
+        # Taken before the first await: a feed that appends while this write is out is news for the next.
+        news, self._news = self._news, set()
+        for run_id in news:
+            feed = self.feeds.get(run_id)
+            if feed is None:
+                continue
             feed.seal()
             if feed.unlogged:
                 # Encrypted per flush, not per token: each event of the batch one Fernet token.
@@ -386,6 +398,7 @@ class Flusher:
                 feed = self.feeds.get(run_id)
                 if feed is not None:
                     feed.log_failed()
+            self._news |= batch.keys()  # still unwritten: the next round writes them
             raise
         for run_id, upto in batch.items():
             feed = self.feeds.get(run_id)
