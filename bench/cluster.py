@@ -181,9 +181,8 @@ async def cancel_across_hosts(client: Client, hosts: list[str], key: str, n: int
             client, stream, "GET", f"{hosts[0]}/v1/threads/{stream.thread_id}/runs/{stream.run_id}/events",
             params={"userKey": user}, headers={"x-api-key": key, "Last-Event-ID": stream.last_id}))
         try:
-            cancelled = await client.delete(f"{hosts[1]}/v1/threads/{stream.thread_id}/runs/{stream.run_id}",
-                                            params={"userKey": user}, headers={"x-api-key": key})
-            async with cancelled:
+            async with client.delete(f"{hosts[1]}/v1/threads/{stream.thread_id}/runs/{stream.run_id}",
+                                     params={"userKey": user}, headers={"x-api-key": key}) as cancelled:
                 await cancelled.read()
             await asyncio.wait_for(following, 20)
         except ClientErrors:
